@@ -1,0 +1,231 @@
+import Dispatch
+
+/// A value that only one piece of code can touch at a time.
+///
+/// `Exclusive` is the *lockless exclusion accessor* of the classic Grand Central Dispatch pattern:
+/// the state is private, and the only way to reach it is as the argument of a closure that runs
+/// with exclusive access. Nothing outside the closure can see the state, so nothing outside the
+/// closure can race on it.
+///
+/// ```swift
+/// let visits = Exclusive([String: Int](), label: "visits")
+///
+/// // From any thread:
+/// visits.access { $0["/home", default: 0] += 1 }
+/// let homeVisits = visits.access { $0["/home"] ?? 0 }
+///
+/// // Later, without waiting; the result comes back on the main queue:
+/// visits.accessAsync({ $0.values.reduce(0, +) }) { total in print(try total.get()) }
+/// ```
+///
+/// It behaves like a serial dispatch queue that owns the state: accesses never overlap, and the
+/// work one thread submits runs in the order it submitted it, whether it waits (``access(_:)``),
+/// submits and moves on (``accessAsync(_:)``) or awaits (``access(_:)-7p3b9``). It is built for
+/// speed: a synchronous access with no asynchronous work pending costs about as much as a lock.
+///
+/// - Warning: Accessing an instance from inside one of its own accesses on the same thread would
+///   deadlock, so it stops the process with a message naming the instance. Use the state passed
+///   to your closure instead.
+public final class Exclusive<State>: @unchecked Sendable {
+    // @unchecked: _state is only touched while _lock is held (the engine below makes sure of it),
+    // and it only goes in and out of the instance as `sending` values, as with `Mutex`.
+
+    /// The name of this instance, shown in re-entrancy messages and as its dispatch queue's label.
+    public let label: String
+
+    private let _state: UnsafeMutablePointer<State>
+    private let _lock = _Lock()
+    private let _backlog = _Backlog()
+    private let _queue: DispatchQueue
+
+    /// Creates an instance holding `initialState`.
+    ///
+    /// - Parameters:
+    ///   - initialState: The state; from now on it is only reachable through the accessors.
+    ///   - label: A name for messages and debugging, such as `"bank ledger"`.
+    public init(_ initialState: sending State, label: String = "Exclusive<\(State.self)>") {
+        self.label = label
+        _state = .allocate(capacity: 1)
+        _state.initialize(to: initialState)
+        _queue = DispatchQueue(label: label)
+    }
+
+    deinit {
+        _state.deinitialize(count: 1)
+        _state.deallocate()
+        _lock.destroy()
+    }
+
+    /// Whether the calling thread is inside an access of this instance right now.
+    ///
+    /// True inside the closures passed to any accessor of this instance, including asynchronous
+    /// ones while they run; false everywhere else.
+    public var isAccessing: Bool {
+        _CurrentThread().mode(in: self) != nil
+    }
+}
+
+// MARK: - Synchronous access
+
+extension Exclusive {
+    /// Runs `body` with exclusive access to the state, on the calling thread, and returns its result.
+    ///
+    /// The access starts after every access this thread submitted earlier, including asynchronous
+    /// ones, has run, and after any access in progress on another thread has finished.
+    ///
+    /// ```swift
+    /// let count = Exclusive(0)
+    /// let now = count.access { value in
+    ///     value += 1
+    ///     return value
+    /// }
+    /// ```
+    ///
+    /// - Parameter body: Reads or changes the state. If it throws, changes it made before
+    ///   throwing stay: there is no rollback.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws.
+    /// - Warning: Calling any accessor of this instance from inside `body` stops the process: it
+    ///   would deadlock. Use the state passed to your closure.
+    public func access<R, E: Error>(_ body: (inout sending State) throws(E) -> sending R) throws(E) -> sending R {
+        let thread = _CurrentThread()
+        if thread.mode(in: self) != nil {
+            _reentrantAccess(type: _typeName, label: label, attempted: "access", holding: "an access")
+        }
+        _lock.lock()
+        thread.enter(self, .exclusive)
+        var deliveries = _Deliveries()
+        if _backlog.hasPending {
+            _Backlog.run(_backlog.takeAll(), &deliveries)
+        }
+        defer { _release(thread, deliveries) }
+        return try body(&_state.pointee)
+    }
+
+    private var _typeName: String { "Exclusive<\(State.self)>" }
+
+    /// Gives up the state, then hands out what the accesses delivered, in the order they ran.
+    private func _release(_ thread: _CurrentThread, _ deliveries: consuming _Deliveries) {
+        thread.leave()
+        if deliveries.isEmpty {
+            _lock.unlock()
+        } else {
+            _backlog.deliveryLock.lock()
+            _lock.unlock()
+            deliveries.flush()
+            _backlog.deliveryLock.unlock()
+        }
+    }
+}
+
+// MARK: - Asynchronous access
+
+extension Exclusive {
+    /// Runs `body` with exclusive access to the state later, and returns at once.
+    ///
+    /// ```swift
+    /// log.accessAsync { $0.append(entry) }
+    /// ```
+    ///
+    /// The access runs after every access this thread submitted earlier. A synchronous access
+    /// submitted by this thread afterwards sees its effects.
+    ///
+    /// - Parameter body: Changes the state. It runs on a thread of the instance's choosing.
+    public func accessAsync(_ body: @escaping @Sendable (inout sending State) -> Void) {
+        _submit { _ in body(&self._state.pointee) }
+    }
+
+    /// Runs `body` with exclusive access to the state later, and delivers its result on `queue`.
+    ///
+    /// ```swift
+    /// inventory.accessAsync({ $0.count }) { result in
+    ///     label.text = "\(try! result.get()) items"   // on the main queue
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - queue: Where `completion` runs; the main queue unless you pick another.
+    ///   - body: Reads or changes the state and returns a result. Changes made before a throw stay.
+    ///   - completion: Receives what `body` returned or threw. It runs exactly once, on `queue`,
+    ///     after the state has been released, so it may call back into this instance freely.
+    ///     Completions delivered to a serial queue arrive in the order the accesses ran.
+    public func accessAsync<R: Sendable>(
+        deliverOn queue: DispatchQueue = .main,
+        _ body: @escaping @Sendable (inout sending State) throws -> R,
+        completion: @escaping @Sendable (Result<R, any Error>) -> Void
+    ) {
+        _submit { deliveries in
+            let result: Result<R, any Error>
+            do { result = .success(try body(&self._state.pointee)) } catch { result = .failure(error) }
+            deliveries.deliver(on: queue) { completion(result) }
+        }
+    }
+
+    /// Runs `body` with exclusive access to the state, suspending instead of blocking while
+    /// another access holds it, and returns its result.
+    ///
+    /// ```swift
+    /// let total = await ledger.access { $0.total }
+    /// ```
+    ///
+    /// When the state is free and nothing is pending, `body` runs at once on the current thread;
+    /// otherwise the task suspends and resumes after `body` ran in its turn.
+    ///
+    /// - Parameter body: Reads or changes the state. Changes made before a throw stay.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws.
+    public func access<R: Sendable, E: Error>(
+        _ body: @Sendable (inout sending State) throws(E) -> R
+    ) async throws(E) -> R {
+        let thread = _CurrentThread()
+        if thread.mode(in: self) != nil {
+            _reentrantAccess(type: _typeName, label: label, attempted: "await access", holding: "an access")
+        }
+        if _lock.tryLock() {
+            thread.enter(self, .exclusive)
+            var deliveries = _Deliveries()
+            if _backlog.hasPending {
+                _Backlog.run(_backlog.takeAll(), &deliveries)
+            }
+            defer { _release(thread, deliveries) }
+            return try body(&_state.pointee)
+        }
+        return try await _awaitTurn(body)
+    }
+
+    private func _awaitTurn<R: Sendable, E: Error>(
+        _ body: @Sendable (inout sending State) throws(E) -> R
+    ) async throws(E) -> R {
+        let result: Result<R, E> = await withoutActuallyEscaping(body) { body in
+            await withUnsafeContinuation { continuation in
+                let turn = _Turn(body: body, continuation: continuation)
+                _submit { deliveries in turn.run(&self._state.pointee, &deliveries) }
+            }
+        }
+        return try result.get()
+    }
+
+    private func _submit(_ run: @escaping @Sendable (inout _Deliveries) -> Void) {
+        if _backlog.submit(.init(isRead: false, run: run)) {
+            _queue.async { self._drain() }
+        }
+    }
+
+    /// Runs the backlog on the instance's queue, a batch at a time, letting synchronous callers in
+    /// between batches.
+    private func _drain() {
+        let thread = _CurrentThread()
+        while true {
+            _lock.lock()
+            thread.enter(self, .exclusive)
+            guard _backlog.nextDrainStep() != nil else {
+                thread.leave()
+                _lock.unlock()
+                return
+            }
+            var deliveries = _Deliveries()
+            _Backlog.run(_backlog.takeAll(), &deliveries)
+            _release(thread, deliveries)
+        }
+    }
+}

@@ -1,0 +1,72 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A plain mutual-exclusion lock at a stable address.
+///
+/// `Synchronization.Mutex` would do, but on Linux it costs about twice a `pthread_mutex_t`
+/// (priority-inheritance futexes); the fast path of every access goes through this lock, so it
+/// uses the platform's cheapest one: `os_unfair_lock` on Apple platforms, `pthread_mutex_t` elsewhere.
+struct _Lock: @unchecked Sendable {
+    // @unchecked: the pointee is only touched through the platform's lock functions.
+    #if canImport(Darwin)
+    private let _handle: UnsafeMutablePointer<os_unfair_lock>
+    #else
+    private let _handle: UnsafeMutablePointer<pthread_mutex_t>
+    #endif
+
+    init() {
+        #if canImport(Darwin)
+        _handle = .allocate(capacity: 1)
+        _handle.initialize(to: os_unfair_lock())
+        #else
+        _handle = .allocate(capacity: 1)
+        _handle.initialize(to: pthread_mutex_t())
+        let status = pthread_mutex_init(_handle, nil)
+        precondition(status == 0, "pthread_mutex_init failed: \(status)")
+        #endif
+    }
+
+    /// Frees the lock; call once, when no thread can reach it any more.
+    func destroy() {
+        #if !canImport(Darwin)
+        pthread_mutex_destroy(_handle)
+        #endif
+        _handle.deinitialize(count: 1)
+        _handle.deallocate()
+    }
+
+    func lock() {
+        #if canImport(Darwin)
+        os_unfair_lock_lock(_handle)
+        #else
+        pthread_mutex_lock(_handle)
+        #endif
+    }
+
+    func tryLock() -> Bool {
+        #if canImport(Darwin)
+        return os_unfair_lock_trylock(_handle)
+        #else
+        return pthread_mutex_trylock(_handle) == 0
+        #endif
+    }
+
+    func unlock() {
+        #if canImport(Darwin)
+        os_unfair_lock_unlock(_handle)
+        #else
+        pthread_mutex_unlock(_handle)
+        #endif
+    }
+
+    func withLock<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+        lock()
+        defer { unlock() }
+        return try body()
+    }
+}

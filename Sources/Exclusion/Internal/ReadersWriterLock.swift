@@ -1,0 +1,179 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import Synchronization
+
+/// A readers-writer lock whose readers scale across cores and whose writers don't starve.
+///
+/// A plain `pthread_rwlock_t` counts readers in one shared word, so two threads reading at once
+/// fight over one cache line and together read *slower* than one thread alone. This lock adds a
+/// fast path for readers after the design known as BRAVO (Dice and Kogan, "BRAVO: Biased Locking
+/// for Reader-Writer Locks", USENIX ATC 2019):
+///
+/// - While the lock is *read-biased*, a reader announces itself in one of `slotCount` slots, each on
+///   its own cache line and chosen by thread, then checks that the bias still holds. Readers on
+///   different threads write different cache lines, so they don't slow each other down.
+/// - A writer takes the underlying lock, withdraws the bias, and waits until every slot is empty.
+///   Readers that arrive after that find no bias and queue on the underlying lock behind the writer.
+/// - The underlying lock prefers writers, so a write waits only for the reads that started before
+///   it, like a dispatch barrier.
+/// - A reader on the slow path turns the bias back on, but only once enough time has passed since
+///   the last withdrawal (nine times what the withdrawal cost), which bounds what frequent writers
+///   pay for scanning the slots.
+final class _ReadersWriterLock: @unchecked Sendable {
+    // @unchecked: every field is either immutable, atomic, or only touched through pthread calls.
+
+    /// A reader's ticket: the slot it announced itself in, or `slowPath` if it holds the
+    /// underlying lock instead.
+    typealias ReadTicket = Int
+    static let slowPath: ReadTicket = -1
+
+    private static let slotCount = 64
+    private static let slotStride = 128  // two cache lines: adjacent-line prefetch can't couple slots
+
+    private let _underlying: UnsafeMutablePointer<pthread_rwlock_t>
+    private let _slots: UnsafeMutableRawPointer
+    private let _readBias = Atomic<Bool>(true)
+    private let _biasInhibitedUntil = Atomic<UInt64>(0)
+
+    init() {
+        _underlying = .allocate(capacity: 1)
+        _underlying.initialize(to: pthread_rwlock_t())
+        #if canImport(Glibc)
+        // glibc prefers readers by default, which lets a stream of readers starve a writer.
+        var attributes = pthread_rwlockattr_t()
+        pthread_rwlockattr_init(&attributes)
+        pthread_rwlockattr_setkind_np(&attributes, Int32(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP))
+        let status = pthread_rwlock_init(_underlying, &attributes)
+        pthread_rwlockattr_destroy(&attributes)
+        #else
+        let status = pthread_rwlock_init(_underlying, nil)
+        #endif
+        precondition(status == 0, "pthread_rwlock_init failed: \(status)")
+
+        let size = Self.slotCount * Self.slotStride
+        _slots = .allocate(byteCount: size, alignment: Self.slotStride)
+        for index in 0..<Self.slotCount {
+            (_slots + index * Self.slotStride).initializeMemory(as: Atomic<Int>.self, to: Atomic<Int>(0))
+        }
+    }
+
+    deinit {
+        pthread_rwlock_destroy(_underlying)
+        _underlying.deinitialize(count: 1)
+        _underlying.deallocate()
+        _slots.deallocate()
+    }
+
+    private func _slot(_ index: Int) -> UnsafeMutablePointer<Atomic<Int>> {
+        (_slots + index * Self.slotStride).assumingMemoryBound(to: Atomic<Int>.self)
+    }
+
+    // MARK: - Readers
+
+    /// Waits for shared access; pass the ticket to `unlockShared`.
+    func lockShared(thread: UInt32) -> ReadTicket {
+        if let ticket = _tryFastRead(thread: thread) { return ticket }
+        pthread_rwlock_rdlock(_underlying)
+        _restoreBiasIfDue()
+        return Self.slowPath
+    }
+
+    /// Shared access if it can be had without waiting.
+    func tryLockShared(thread: UInt32) -> ReadTicket? {
+        if let ticket = _tryFastRead(thread: thread) { return ticket }
+        guard pthread_rwlock_tryrdlock(_underlying) == 0 else { return nil }
+        _restoreBiasIfDue()
+        return Self.slowPath
+    }
+
+    func unlockShared(_ ticket: ReadTicket) {
+        if ticket == Self.slowPath {
+            pthread_rwlock_unlock(_underlying)
+        } else {
+            _slot(ticket).pointee.store(0, ordering: .releasing)
+        }
+    }
+
+    private func _tryFastRead(thread: UInt32) -> ReadTicket? {
+        guard _readBias.load(ordering: .relaxed) else { return nil }
+        let index = Int(thread) & (Self.slotCount - 1)
+        let slot = _slot(index)
+        // Announce, then re-check: a writer withdraws the bias before scanning the slots, so either
+        // it sees this announcement or this reader sees the withdrawal (both orderings are
+        // sequentially consistent, as in Dekker's algorithm).
+        guard slot.pointee.compareExchange(expected: 0, desired: 1, ordering: .sequentiallyConsistent).exchanged
+        else { return nil }
+        if _readBias.load(ordering: .sequentiallyConsistent) { return index }
+        slot.pointee.store(0, ordering: .releasing)
+        return nil
+    }
+
+    private func _restoreBiasIfDue() {
+        guard !_readBias.load(ordering: .relaxed) else { return }
+        if _now() >= _biasInhibitedUntil.load(ordering: .relaxed) {
+            // Holding the underlying lock shared, so no writer is inside.
+            _readBias.store(true, ordering: .releasing)
+        }
+    }
+
+    // MARK: - Writers
+
+    /// Waits for exclusive access: for the readers inside to leave, not for readers that come later.
+    func lockExclusive() {
+        pthread_rwlock_wrlock(_underlying)
+        _revokeBias()
+    }
+
+    /// Exclusive access if it can be had without waiting.
+    func tryLockExclusive() -> Bool {
+        guard pthread_rwlock_trywrlock(_underlying) == 0 else { return false }
+        guard _readBias.load(ordering: .relaxed) else { return true }
+        _readBias.store(false, ordering: .sequentiallyConsistent)
+        for index in 0..<Self.slotCount where _slot(index).pointee.load(ordering: .sequentiallyConsistent) != 0 {
+            // A fast-path reader is inside: undo, as if the lock had been busy.
+            _readBias.store(true, ordering: .releasing)
+            pthread_rwlock_unlock(_underlying)
+            return false
+        }
+        return true
+    }
+
+    func unlockExclusive() {
+        pthread_rwlock_unlock(_underlying)
+    }
+
+    private func _revokeBias() {
+        guard _readBias.load(ordering: .relaxed) else { return }
+        let start = _now()
+        _readBias.store(false, ordering: .sequentiallyConsistent)
+        for index in 0..<Self.slotCount {
+            var spins = 0
+            while _slot(index).pointee.load(ordering: .sequentiallyConsistent) != 0 {
+                _backOff(&spins)
+            }
+        }
+        let end = _now()
+        _biasInhibitedUntil.store(end &+ (end &- start) &* 9, ordering: .relaxed)
+    }
+
+    private func _backOff(_ spins: inout Int) {
+        spins += 1
+        if spins < 64 {
+            sched_yield()
+        } else {
+            // A long read is inside; don't burn a core waiting for it.
+            usleep(UInt32(min(spins, 1_000)))
+        }
+    }
+
+    private func _now() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
+    }
+}

@@ -1,0 +1,351 @@
+import Dispatch
+import Exclusion
+import Foundation
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+private struct Failure: Error, Equatable {
+    let code: Int
+}
+
+/// What the writer-starvation scenario needs from a readers-writer implementation.
+private protocol ReadWriteLockLike: Sendable {
+    func read(_ body: () -> Void)
+    func write(_ body: () -> Void)
+}
+
+private struct RealReadersWriter: ReadWriteLockLike {
+    let instance = ReadersWriter(0)
+    func read(_ body: () -> Void) { instance.read { _ in body() } }
+    func write(_ body: () -> Void) { instance.write { _ in body() } }
+}
+
+/// A deliberately broken variant for the starvation test: glibc's default `pthread_rwlock_t`
+/// lets new readers in while a writer waits.
+private final class ReaderPreferringLock: ReadWriteLockLike, @unchecked Sendable {
+    // @unchecked: the pointee is only touched through pthread calls.
+    private let lock: UnsafeMutablePointer<pthread_rwlock_t> = {
+        let lock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
+        lock.initialize(to: pthread_rwlock_t())
+        pthread_rwlock_init(lock, nil)
+        return lock
+    }()
+    func read(_ body: () -> Void) {
+        pthread_rwlock_rdlock(lock)
+        body()
+        pthread_rwlock_unlock(lock)
+    }
+    func write(_ body: () -> Void) {
+        pthread_rwlock_wrlock(lock)
+        body()
+        pthread_rwlock_unlock(lock)
+    }
+}
+
+/// Reader 1 is inside; a writer arrives and waits; reader 2 arrives after the writer. Returns the
+/// order in which the writer and reader 2 got in.
+private func starvationScenario(_ lock: some ReadWriteLockLike) async -> [String] {
+    let order = Recorder<String>()
+    let firstReaderInside = Flag()
+    let releaseFirstReader = Flag()
+    let writerDone = Flag()
+    let secondReaderDone = Flag()
+    onNewThread {
+        lock.read {
+            firstReaderInside.raise()
+            releaseFirstReader.wait()
+        }
+    }
+    firstReaderInside.wait()
+    onNewThread {
+        lock.write { order.record("writer") }
+        writerDone.raise()
+    }
+    try? await Task.sleep(for: .milliseconds(50))  // let the writer start waiting
+    onNewThread {
+        lock.read { order.record("second reader") }
+        secondReaderDone.raise()
+    }
+    try? await Task.sleep(for: .milliseconds(50))
+    releaseFirstReader.raise()
+    _ = await eventually { writerDone.isRaised && secondReaderDone.isRaised }
+    return order.values
+}
+
+@Suite("ReadersWriter")
+struct ReadersWriterTests {
+    // MARK: - Basics
+
+    @Test func readsSeeWhatWritesDid() {
+        let names = ReadersWriter([String]())
+        names.write { $0.append("a") }
+        #expect(names.read { $0 } == ["a"])
+        #expect(names.label == "ReadersWriter<Array<String>>")
+        #expect(ReadersWriter(0, label: "index").label == "index")
+    }
+
+    @Test func isAccessingInsideReadsAndWritesOnly() {
+        let value = ReadersWriter(0)
+        #expect(!value.isAccessing)
+        value.read { _ in #expect(value.isAccessing) }
+        value.write { _ in #expect(value.isAccessing) }
+        #expect(!value.isAccessing)
+    }
+
+    @Test func errorsReachTheCallerAndEarlierChangesStay() {
+        let value = ReadersWriter(0)
+        #expect(throws: Failure(code: 1)) {
+            try value.write { (state: inout Int) throws(Failure) in
+                state = 2
+                throw Failure(code: 1)
+            }
+        }
+        #expect(throws: Failure(code: 3)) {
+            try value.read { (_: Int) throws(Failure) in throw Failure(code: 3) }
+        }
+        #expect(value.read { $0 } == 2)
+    }
+
+    // MARK: - Sharing and exclusion
+
+    @Test func twoReadsAreInsideAtOnce() async {
+        let value = ReadersWriter(0)
+        let inside = Atomic<Int>(0)
+        let bothInside = Flag()
+        await onThreads(2) { _ in
+            value.read { _ in
+                if inside.add(1, ordering: .sequentiallyConsistent).newValue == 2 { bothInside.raise() }
+                bothInside.wait(timeout: .seconds(5))
+            }
+        }
+        #expect(bothInside.isRaised)
+    }
+
+    @Test func writesOverlapNothing() async {
+        let value = ReadersWriter(())
+        let writes = ExclusionProbe()
+        let readersDuringWrites = Atomic<Int>(0)
+        let readsInside = Atomic<Int>(0)
+        let writersInside = Atomic<Int>(0)
+        await onThreads(4) { index in
+            for _ in 0..<10_000 {
+                if index < 2 {
+                    value.write { _ in
+                        writersInside.add(1, ordering: .sequentiallyConsistent)
+                        if readsInside.load(ordering: .sequentiallyConsistent) != 0 {
+                            readersDuringWrites.add(1, ordering: .relaxed)
+                        }
+                        writes.body()
+                        writersInside.subtract(1, ordering: .sequentiallyConsistent)
+                    }
+                } else {
+                    value.read { _ in
+                        readsInside.add(1, ordering: .sequentiallyConsistent)
+                        if writersInside.load(ordering: .sequentiallyConsistent) != 0 {
+                            readersDuringWrites.add(1, ordering: .relaxed)
+                        }
+                        readsInside.subtract(1, ordering: .sequentiallyConsistent)
+                    }
+                }
+            }
+        }
+        #expect(writes.mostInside == 1)
+        #expect(writes.count == 20_000)
+        #expect(readersDuringWrites.load(ordering: .relaxed) == 0)
+    }
+
+    @Test func readsAndWritesFromManyThreadsNeverSeeATornState() async {
+        // Writers keep the two halves equal; a read that overlapped a write would see them differ.
+        let pair = ReadersWriter((left: 0, right: 0))
+        let torn = Atomic<Int>(0)
+        await onThreads(4) { index in
+            for step in 0..<20_000 {
+                if index == 0 || step % 10 == 0 {
+                    pair.write { state in
+                        state.left += 1
+                        state.right += 1
+                    }
+                } else {
+                    pair.read { state in
+                        if state.left != state.right { torn.add(1, ordering: .relaxed) }
+                    }
+                }
+            }
+        }
+        #expect(torn.load(ordering: .relaxed) == 0)
+    }
+
+    // MARK: - Writers don't starve
+
+    @Test func aWriteWaitsForEarlierReadsButNotForLaterOnes() async {
+        #expect(await starvationScenario(RealReadersWriter()) == ["writer", "second reader"])
+    }
+
+    @Test func theStarvationTestCatchesAReaderPreferringLock() async {
+        #expect(await starvationScenario(ReaderPreferringLock()) == ["second reader", "writer"])
+    }
+
+    // MARK: - Per-submitter order
+
+    @Test func aThreadsReadSeesItsEarlierAsyncWrite() async {
+        let value = ReadersWriter([Int](repeating: 0, count: 4))
+        let stale = Atomic<Int>(0)
+        await onThreads(4) { index in
+            for round in 1...2_000 {
+                value.writeAsync { $0[index] = round }
+                if value.read({ $0[index] }) != round { stale.add(1, ordering: .relaxed) }
+            }
+        }
+        #expect(stale.load(ordering: .relaxed) == 0)
+    }
+
+    @Test func oneThreadsWorkRunsInSubmissionOrder() async {
+        let log = ReadersWriter([Int]())
+        let reads = Recorder<Int>()
+        let done = Countdown(100)
+        for step in 0..<300 {
+            switch step % 3 {
+            case 0: log.writeAsync { $0.append(step) }
+            case 1: syncWrite(log) { $0.append(step) }
+            default: await log.write { $0.append(step) }
+            }
+            log.readAsync(deliverOn: .global(), { $0.count }) { count in
+                if step % 3 == 0 { reads.record((try? count.get()) ?? -1) }
+                if step % 3 == 0 { done.arrive() }
+            }
+        }
+        await done.wait()
+        #expect(await log.read { $0 } == Array(0..<300))
+        // Each async read saw exactly the writes submitted before it.
+        #expect(reads.values.sorted() == stride(from: 1, through: 298, by: 3).map { $0 })
+    }
+
+    // MARK: - Delivery
+
+    @Test func completionsRunOnceOnTheGivenQueueInOrder() async {
+        let queue = DispatchQueue(label: "delivery")
+        let value = ReadersWriter(0)
+        let delivered = Recorder<Int>()
+        let done = Countdown(600)
+        for step in 1...300 {
+            value.writeAsync(
+                deliverOn: queue,
+                { state -> Int in
+                    state += 1
+                    return state
+                },
+                completion: { result in
+                    dispatchPrecondition(condition: .onQueue(queue))
+                    #expect(!value.isAccessing)
+                    delivered.record((try? result.get()) ?? -1)
+                    done.arrive()
+                })
+            value.readAsync(deliverOn: queue, { $0 }) { result in
+                dispatchPrecondition(condition: .onQueue(queue))
+                delivered.record((try? result.get()) ?? -1)
+                done.arrive()
+            }
+            _ = step
+        }
+        await done.wait()
+        #expect(delivered.values == (1...300).flatMap { [$0, $0] })
+    }
+
+    @Test func completionsGoToTheMainQueueByDefault() async {
+        let value = ReadersWriter(0)
+        await withCheckedContinuation { continuation in
+            value.readAsync({ $0 }) { _ in
+                dispatchPrecondition(condition: .onQueue(.main))
+                value.writeAsync({ $0 += 1 }) { _ in
+                    dispatchPrecondition(condition: .onQueue(.main))
+                    continuation.resume()
+                }
+            }
+        }
+        #expect(await value.read { $0 } == 1)
+    }
+
+    @Test func asyncErrorsReachTheCompletion() async {
+        let value = ReadersWriter(0)
+        let result: Result<Int, any Error> = await withCheckedContinuation { continuation in
+            value.writeAsync(
+                deliverOn: .global(),
+                { state in
+                    state = 8
+                    throw Failure(code: 2)
+                }, completion: { continuation.resume(returning: $0) })
+        }
+        #expect(throws: Failure(code: 2)) { try result.get() }
+        let readResult: Result<Int, any Error> = await withCheckedContinuation { continuation in
+            value.readAsync(deliverOn: .global(), { _ in throw Failure(code: 5) }) {
+                continuation.resume(returning: $0)
+            }
+        }
+        #expect(throws: Failure(code: 5)) { try readResult.get() }
+        #expect(await value.read { $0 } == 8)
+    }
+
+    // MARK: - Swift concurrency
+
+    @Test func awaitedReadsAndWritesFromManyTasks() async {
+        let value = ReadersWriter(0)
+        await withTaskGroup(of: Void.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    for _ in 0..<1_000 {
+                        if task % 2 == 0 {
+                            await value.write { $0 += 1 }
+                        } else {
+                            _ = await value.read { $0 }
+                        }
+                    }
+                }
+            }
+        }
+        #expect(await value.read { $0 } == 4_000)
+    }
+
+    @Test func awaitedWriteSuspendsWhileAReadHoldsTheState() async {
+        let value = ReadersWriter(0)
+        let inside = Flag()
+        let release = Flag()
+        onNewThread {
+            value.read { _ in
+                inside.raise()
+                release.wait()
+            }
+        }
+        #expect(inside.wait())
+        let wrote = Flag()
+        let writer = Task {
+            await value.write { $0 += 1 }
+            wrote.raise()
+        }
+        // The writer task is suspended, not blocking: this task keeps running, and the write waits.
+        try? await Task.sleep(for: .milliseconds(20))
+        #expect(!wrote.isRaised)
+        release.raise()
+        await writer.value
+        #expect(await value.read { $0 } == 1)
+    }
+
+    @Test func awaitedErrorsReachTheCaller() async {
+        let value = ReadersWriter(0)
+        await #expect(throws: Failure(code: 6)) {
+            try await value.write { (state: inout Int) throws(Failure) in
+                state = 1
+                throw Failure(code: 6)
+            }
+        }
+        await #expect(throws: Failure(code: 7)) {
+            try await value.read { (_: Int) throws(Failure) -> Int in throw Failure(code: 7) }
+        }
+        #expect(await value.read { $0 } == 1)
+    }
+}
