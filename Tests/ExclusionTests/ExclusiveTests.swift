@@ -4,10 +4,6 @@ import Foundation
 import Synchronization
 import Testing
 
-private struct Ledger: Sendable {
-    var balance = 0
-}
-
 private struct Failure: Error, Equatable {
     let code: Int
 }
