@@ -51,11 +51,11 @@ public final class BackgroundOperation<Output: Sendable>: Operation, @unchecked 
     }
 
     public override func start() {
-        // Foundation doesn't call `main` for a cancelled operation, but the caller still gets an answer.
-        if isCancelled {
-            _deliver(.failure(CancellationError()))
-        }
         super.start()
+        // `start` returns when the operation is finished. Foundation skips `main` for an operation
+        // cancelled before it ran (it checks at a moment of its own choosing, so checking here
+        // first would race with `cancel()`), but the caller still gets exactly one answer.
+        _deliver(.failure(CancellationError()))
     }
 
     public override func main() {
@@ -68,6 +68,7 @@ public final class BackgroundOperation<Output: Sendable>: Operation, @unchecked 
         _deliver(result)
     }
 
+    /// Delivers `result`, unless a result was delivered already.
     private func _deliver(_ result: Result<Output, any Error>) {
         guard !_delivered.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let completion = _completion

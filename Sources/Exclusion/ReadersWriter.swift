@@ -127,7 +127,7 @@ extension ReadersWriter {
         thread.enter(self, .exclusive)
         var deliveries = _Deliveries()
         if _backlog.hasPending {
-            _Backlog.run(_backlog.takeAll(), &deliveries)
+            _backlog.runAll(&deliveries)
         }
         defer { _releaseExclusive(thread, deliveries) }
         return try body(&_state.pointee)
@@ -224,7 +224,7 @@ extension ReadersWriter where State: Sendable {
             thread.enter(self, .exclusive)
             var deliveries = _Deliveries()
             if _backlog.hasPending {
-                _Backlog.run(_backlog.takeAll(), &deliveries)
+                _backlog.runAll(&deliveries)
             }
             defer { _releaseExclusive(thread, deliveries) }
             return try body(&_state.pointee)
@@ -245,7 +245,7 @@ extension ReadersWriter where State: Sendable {
     }
 
     private func _submit(isRead: Bool, _ run: @escaping @Sendable (inout _Deliveries) -> Void) {
-        if _backlog.submit(.init(isRead: isRead, run: run)) {
+        if _backlog.submit(_ClosureJob(isRead: isRead, run)) {
             _queue.async { self._drain() }
         }
     }
@@ -254,28 +254,35 @@ extension ReadersWriter where State: Sendable {
     /// anything else under exclusive access, letting synchronous callers in between batches.
     private func _drain() {
         let thread = _CurrentThread()
-        while let nextIsRead = _backlog.nextDrainStep() {
-            if nextIsRead {
-                let ticket = _lock.lockShared(thread: thread.index)
-                thread.enter(self, .shared)
+        repeat {
+            // Looking at the backlog takes holding the state; shared is enough to look.
+            let ticket = _lock.lockShared(thread: thread.index)
+            thread.enter(self, .shared)
+            if _backlog.nextIsRead() == true {
                 var deliveries = _Deliveries()
-                _Backlog.run(_backlog.takeLeadingReads(), &deliveries)
+                _backlog.runLeadingReads(&deliveries)
                 thread.leave()
-                if deliveries.isEmpty {
-                    _lock.unlockShared(ticket)
-                } else {
-                    _backlog.deliveryLock.lock()
-                    _lock.unlockShared(ticket)
-                    deliveries.flush()
-                    _backlog.deliveryLock.unlock()
-                }
+                _release(ticket, deliveries)
             } else {
+                thread.leave()
+                _lock.unlockShared(ticket)
                 _lock.lockExclusive()
                 thread.enter(self, .exclusive)
                 var deliveries = _Deliveries()
-                _Backlog.run(_backlog.takeAll(), &deliveries)
+                _backlog.runAll(&deliveries)
                 _releaseExclusive(thread, deliveries)
             }
+        } while !_backlog.finishDrain()
+    }
+
+    private func _release(_ ticket: _ReadersWriterLock.ReadTicket, _ deliveries: consuming _Deliveries) {
+        if deliveries.isEmpty {
+            _lock.unlockShared(ticket)
+        } else {
+            _backlog.deliveryLock.lock()
+            _lock.unlockShared(ticket)
+            deliveries.flush()
+            _backlog.deliveryLock.unlock()
         }
     }
 }

@@ -226,6 +226,25 @@ struct ReadersWriterTests {
         #expect(reads.values.sorted() == stride(from: 1, through: 298, by: 3).map { $0 })
     }
 
+    @Test func noSubmissionIsLostWhileDrainsStartAndStop() async {
+        // Small bursts of reads and writes from several threads keep the drain starting and
+        // stopping: a lost submission shows up as a completion that never arrives.
+        let value = ReadersWriter(0)
+        let done = Countdown(4 * 3_000)
+        await onThreads(4) { thread in
+            for round in 0..<3_000 {
+                if (thread + round) % 3 == 0 {
+                    value.readAsync(deliverOn: .global(), { $0 }) { _ in done.arrive() }
+                } else {
+                    value.writeAsync(deliverOn: .global(), { $0 += 1 }) { _ in done.arrive() }
+                }
+                if round % 64 == 0 { usleep(50) }
+            }
+        }
+        await done.wait()
+        #expect(await value.read { $0 } == 8_000)
+    }
+
     // MARK: - Delivery
 
     @Test func completionsRunOnceOnTheGivenQueueInOrder() async {

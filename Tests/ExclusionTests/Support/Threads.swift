@@ -58,31 +58,40 @@ final class Flag: Sendable {
     func wait(timeout: Duration = .seconds(10)) -> Bool { spin(until: { isRaised }, timeout: timeout) }
 }
 
-/// Collects values from many threads (a test-side helper; it is itself guarded by a lock).
-final class Recorder<Value: Sendable>: Sendable {
-    private let _values = Mutex<[Value]>([])
-    func record(_ value: Value) { _values.withLock { $0.append(value) } }
-    var values: [Value] { _values.withLock { $0 } }
+// Test-side helpers guard their state with NSLock, not `Synchronization.Mutex`: on Linux the
+// Mutex's lock lives in the prebuilt standard library, where ThreadSanitizer can't see it, so it
+// reports races that aren't there.
+
+/// Collects values from many threads.
+final class Recorder<Value: Sendable>: @unchecked Sendable {
+    // @unchecked: _values is only touched while _lock is held.
+    private let _lock = NSLock()
+    private var _values: [Value] = []
+    func record(_ value: Value) { _lock.withLock { _values.append(value) } }
+    var values: [Value] { _lock.withLock { _values } }
 }
 
 /// Completes when `count` calls of `arrive()` have happened; await it with `wait()`.
-final class Countdown: Sendable {
-    private let _state: Mutex<(remaining: Int, waiter: CheckedContinuation<Void, Never>?)>
-    init(_ count: Int) { _state = Mutex((count, nil)) }
+final class Countdown: @unchecked Sendable {
+    // @unchecked: _remaining and _waiter are only touched while _lock is held.
+    private let _lock = NSLock()
+    private var _remaining: Int
+    private var _waiter: CheckedContinuation<Void, Never>?
+    init(_ count: Int) { _remaining = count }
     func arrive() {
-        let waiter: CheckedContinuation<Void, Never>? = _state.withLock { state in
-            state.remaining -= 1
-            guard state.remaining == 0 else { return nil }
-            defer { state.waiter = nil }
-            return state.waiter
+        let waiter: CheckedContinuation<Void, Never>? = _lock.withLock {
+            _remaining -= 1
+            guard _remaining == 0 else { return nil }
+            defer { _waiter = nil }
+            return _waiter
         }
         waiter?.resume()
     }
     func wait() async {
         await withCheckedContinuation { continuation in
-            let done = _state.withLock { state in
-                if state.remaining <= 0 { return true }
-                state.waiter = continuation
+            let done = _lock.withLock {
+                if _remaining <= 0 { return true }
+                _waiter = continuation
                 return false
             }
             if done { continuation.resume() }

@@ -1,0 +1,25 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Benchmarks live in their own package so the library doesn't depend on the benchmark harness.
+// Run from this folder: `swift package benchmark` (or `python3 ratios.py` for the README table).
+let package = Package(
+    name: "ExclusionBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "Exclusion", path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        .executableTarget(
+            name: "ExclusionBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Exclusion", package: "Exclusion"),
+            ],
+            path: "Benchmarks/ExclusionBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        )
+    ],
+    swiftLanguageModes: [.v6]
+)
