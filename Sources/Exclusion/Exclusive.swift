@@ -35,7 +35,7 @@ public final class Exclusive<State>: @unchecked Sendable {
 
     private let _state: UnsafeMutablePointer<State>
     private let _lock = _Lock()
-    private let _backlog = _Backlog()
+    private let _backlog = _Backlog<@Sendable (inout sending State) -> Void>()
     private let _queue: DispatchQueue
 
     /// Creates an instance holding `initialState`.
@@ -96,7 +96,7 @@ extension Exclusive {
         thread.enter(self, .exclusive)
         var deliveries = _Deliveries()
         if _backlog.hasPending {
-            _backlog.runAll(&deliveries)
+            _backlog.runAll(&deliveries, apply: _apply)
         }
         defer { _release(thread, deliveries) }
         return try body(&_state.pointee)
@@ -132,7 +132,7 @@ extension Exclusive {
     ///
     /// - Parameter body: Changes the state. It runs on a thread of the instance's choosing.
     public func accessAsync(_ body: @escaping @Sendable (inout sending State) -> Void) {
-        _submit(_AccessJob(owner: self, body: body))
+        _submit(.plain(body, isRead: false))
     }
 
     /// Runs `body` with exclusive access to the state later, and delivers its result on `queue`.
@@ -185,7 +185,7 @@ extension Exclusive {
             thread.enter(self, .exclusive)
             var deliveries = _Deliveries()
             if _backlog.hasPending {
-                _backlog.runAll(&deliveries)
+                _backlog.runAll(&deliveries, apply: _apply)
             }
             defer { _release(thread, deliveries) }
             return try body(&_state.pointee)
@@ -206,10 +206,10 @@ extension Exclusive {
     }
 
     private func _submit(_ run: @escaping @Sendable (inout _Deliveries) -> Void) {
-        _submit(_ClosureJob(isRead: false, run))
+        _submit(.closure(isRead: false, run))
     }
 
-    private func _submit(_ job: _Job) {
+    private func _submit(_ job: _Backlog<@Sendable (inout sending State) -> Void>.Job) {
         if _backlog.submit(job) {
             _queue.async { self._drain() }
         }
@@ -223,27 +223,14 @@ extension Exclusive {
             _lock.lock()
             thread.enter(self, .exclusive)
             var deliveries = _Deliveries()
-            _backlog.runAll(&deliveries)
+            _backlog.runAll(&deliveries, apply: _apply)
             _release(thread, deliveries)
         } while !_backlog.finishDrain()
     }
 
-    fileprivate func _apply(_ body: @Sendable (inout sending State) -> Void) {
+    /// Applies a plain `accessAsync` body; call with the state held.
+    private func _apply(_ body: @Sendable (inout sending State) -> Void) {
         body(&_state.pointee)
     }
 }
 
-/// The plain `accessAsync` job: one allocation per submission, the job itself.
-private final class _AccessJob<State>: _Job, @unchecked Sendable {
-    // @unchecked: both fields are immutable and Sendable.
-    private let owner: Exclusive<State>
-    private let body: @Sendable (inout sending State) -> Void
-
-    init(owner: Exclusive<State>, body: @escaping @Sendable (inout sending State) -> Void) {
-        self.owner = owner
-        self.body = body
-        super.init(isRead: false)
-    }
-
-    override func run(_ deliveries: inout _Deliveries) { owner._apply(body) }
-}

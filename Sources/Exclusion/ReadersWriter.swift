@@ -33,7 +33,7 @@ public final class ReadersWriter<State> {
 
     private let _state: UnsafeMutablePointer<State>
     private let _lock = _ReadersWriterLock()
-    private let _backlog = _Backlog()
+    private let _backlog = _Backlog<@Sendable (inout State) -> Void>()
     private let _queue: DispatchQueue
 
     /// Creates an instance holding `initialState`.
@@ -127,10 +127,15 @@ extension ReadersWriter {
         thread.enter(self, .exclusive)
         var deliveries = _Deliveries()
         if _backlog.hasPending {
-            _backlog.runAll(&deliveries)
+            _backlog.runAll(&deliveries, apply: _apply)
         }
         defer { _releaseExclusive(thread, deliveries) }
         return try body(&_state.pointee)
+    }
+
+    /// Applies a plain `writeAsync` body; call with the state held exclusively.
+    private func _apply(_ body: @Sendable (inout State) -> Void) {
+        body(&_state.pointee)
     }
 
     /// Gives up exclusive access, then hands out what the accesses delivered, in the order they ran.
@@ -177,7 +182,7 @@ extension ReadersWriter where State: Sendable {
     /// names.writeAsync { $0.append("Notes.txt") }
     /// ```
     public func writeAsync(_ body: @escaping @Sendable (inout State) -> Void) {
-        _submit(isRead: false) { _ in body(&self._state.pointee) }
+        _submit(.plain(body, isRead: false))
     }
 
     /// Runs `body` with exclusive access to the state later, and delivers its result on `queue`.
@@ -224,7 +229,7 @@ extension ReadersWriter where State: Sendable {
             thread.enter(self, .exclusive)
             var deliveries = _Deliveries()
             if _backlog.hasPending {
-                _backlog.runAll(&deliveries)
+                _backlog.runAll(&deliveries, apply: _apply)
             }
             defer { _releaseExclusive(thread, deliveries) }
             return try body(&_state.pointee)
@@ -245,7 +250,11 @@ extension ReadersWriter where State: Sendable {
     }
 
     private func _submit(isRead: Bool, _ run: @escaping @Sendable (inout _Deliveries) -> Void) {
-        if _backlog.submit(_ClosureJob(isRead: isRead, run)) {
+        _submit(.closure(isRead: isRead, run))
+    }
+
+    private func _submit(_ job: _Backlog<@Sendable (inout State) -> Void>.Job) {
+        if _backlog.submit(job) {
             _queue.async { self._drain() }
         }
     }
@@ -260,7 +269,7 @@ extension ReadersWriter where State: Sendable {
             thread.enter(self, .shared)
             if _backlog.nextIsRead() == true {
                 var deliveries = _Deliveries()
-                _backlog.runLeadingReads(&deliveries)
+                _backlog.runLeadingReads(&deliveries, apply: _apply)
                 thread.leave()
                 _release(ticket, deliveries)
             } else {
@@ -269,7 +278,7 @@ extension ReadersWriter where State: Sendable {
                 _lock.lockExclusive()
                 thread.enter(self, .exclusive)
                 var deliveries = _Deliveries()
-                _backlog.runAll(&deliveries)
+                _backlog.runAll(&deliveries, apply: _apply)
                 _releaseExclusive(thread, deliveries)
             }
         } while !_backlog.finishDrain()

@@ -126,28 +126,32 @@ struct ReentrancyTests {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             writeInRead()
         }
-        expectReentrancyMessage(result, type: "ReadersWriter<Array<String>>", label: "document index", attempted: "write")
+        expectReentrancyMessage(
+            result, type: "ReadersWriter<Array<String>>", label: "document index", attempted: "write")
     }
 
     @Test func readInsideWrite() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             readInWrite()
         }
-        expectReentrancyMessage(result, type: "ReadersWriter<Array<String>>", label: "document index", attempted: "read")
+        expectReentrancyMessage(
+            result, type: "ReadersWriter<Array<String>>", label: "document index", attempted: "read")
     }
 
     @Test func readInsideRead() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             readInRead()
         }
-        expectReentrancyMessage(result, type: "ReadersWriter<Array<String>>", label: "document index", attempted: "read")
+        expectReentrancyMessage(
+            result, type: "ReadersWriter<Array<String>>", label: "document index", attempted: "read")
     }
 
     @Test func writeInsideWrite() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             writeInWrite()
         }
-        expectReentrancyMessage(result, type: "ReadersWriter<Array<String>>", label: "document index", attempted: "write")
+        expectReentrancyMessage(
+            result, type: "ReadersWriter<Array<String>>", label: "document index", attempted: "write")
     }
 
     @Test func readInsideAnAsyncWriteBody() async {
@@ -155,7 +159,8 @@ struct ReentrancyTests {
             readInWriteAsync()
             try await Task.sleep(for: .seconds(10))
         }
-        expectReentrancyMessage(result, type: "ReadersWriter<Array<String>>", label: "document index", attempted: "read")
+        expectReentrancyMessage(
+            result, type: "ReadersWriter<Array<String>>", label: "document index", attempted: "read")
     }
 
     @Test func writeInsideAnAsyncReadBody() async {
@@ -163,7 +168,8 @@ struct ReentrancyTests {
             writeInReadAsync()
             try await Task.sleep(for: .seconds(10))
         }
-        expectReentrancyMessage(result, type: "ReadersWriter<Array<String>>", label: "document index", attempted: "write")
+        expectReentrancyMessage(
+            result, type: "ReadersWriter<Array<String>>", label: "document index", attempted: "write")
     }
 
     @Test func awaitedReadStartedInsideAWriteRunsAfterIt() async {

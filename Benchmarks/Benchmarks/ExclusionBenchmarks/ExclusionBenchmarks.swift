@@ -10,7 +10,9 @@ import Foundation
 /// Benchmarks that start threads run a million operations per iteration, so starting the threads
 /// (tens of microseconds) doesn't show in the time per operation.
 var threaded: Benchmark.Configuration {
-    .init(metrics: [.wallClock], timeUnits: .nanoseconds, scalingFactor: .mega, maxDuration: .seconds(3), maxIterations: 30)
+    .init(
+        metrics: [.wallClock], timeUnits: .nanoseconds, scalingFactor: .mega, maxDuration: .seconds(3),
+        maxIterations: 30)
 }
 
 let benchmarks: @Sendable () -> Void = {

@@ -6,7 +6,10 @@ final class _Turn<State, R: Sendable, E: Error>: @unchecked Sendable {
     private var body: (@Sendable (inout sending State) throws(E) -> R)?
     private let continuation: UnsafeContinuation<Result<R, E>, Never>
 
-    init(body: @escaping @Sendable (inout sending State) throws(E) -> R, continuation: UnsafeContinuation<Result<R, E>, Never>) {
+    init(
+        body: @escaping @Sendable (inout sending State) throws(E) -> R,
+        continuation: UnsafeContinuation<Result<R, E>, Never>
+    ) {
         self.body = body
         self.continuation = continuation
     }

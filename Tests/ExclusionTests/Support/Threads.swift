@@ -1,3 +1,4 @@
+import Exclusion
 import Foundation
 import Synchronization
 
@@ -98,8 +99,6 @@ final class Countdown: @unchecked Sendable {
         }
     }
 }
-
-import Exclusion
 
 // In async code `access`, `read` and `write` resolve to the awaiting overloads; these reach the
 // synchronous ones, for tests about what a blocking caller sees.

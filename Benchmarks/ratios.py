@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Runs the benchmarks once and prints README's table: each Exclusion operation as a ratio to its
+peers measured in the same run (medians of the wall-clock time per operation).
+
+Usage, from this folder: python3 ratios.py [extra arguments for `swift package benchmark`]
+"""
+import re
+import subprocess
+import sys
+
+# (what, ours, peer, how to compare, target): "time" ratios are ours/peer (lower is better);
+# "speedup" ratios are peer/ours (higher is better).
+ROWS = [
+    ("`access`, uncontended, vs NSLock", "Exclusive.access", "peer: NSLock", "time", "≤ 1.5×"),
+    ("`access`, uncontended, vs Mutex", "Exclusive.access", "peer: Mutex", "time", "—"),
+    ("`access` speed-up over `DispatchQueue.sync`", "Exclusive.access", "peer: DispatchQueue.sync", "speedup", "≥ 5×"),
+    ("`access`, 2 threads, vs NSLock", "Exclusive.access, 2 threads", "peer: NSLock, 2 threads", "time", "≤ 2×"),
+    ("`access` speed-up over `DispatchQueue.sync`, 2 threads", "Exclusive.access, 2 threads",
+     "peer: DispatchQueue.sync, 2 threads", "speedup", "—"),
+    ("`read`, uncontended, vs pthread_rwlock", "ReadersWriter.read", "peer: pthread_rwlock read", "time", "≤ 1.5×"),
+    ("`read` throughput, 2 threads over 1", "ReadersWriter.read, 2 threads", "ReadersWriter.read", "speedup", "≥ 1.6×"),
+    ("pthread_rwlock read throughput, 2 threads over 1", "peer: pthread_rwlock read, 2 threads",
+     "peer: pthread_rwlock read", "speedup", "—"),
+    ("`read` speed-up over concurrent `DispatchQueue.sync`", "ReadersWriter.read",
+     "peer: concurrent DispatchQueue.sync read", "speedup", "—"),
+    ("`write` speed-up over barrier `sync`", "ReadersWriter.write",
+     "peer: concurrent DispatchQueue barrier sync", "speedup", "—"),
+    ("`accessAsync` per block vs `DispatchQueue.async`", "Exclusive.accessAsync, submit all then wait",
+     "peer: DispatchQueue.async, submit all then wait", "time", "≤ 0.5×"),
+    ("`await access` vs actor method call", "await Exclusive.access", "peer: actor method call", "time", "≤ 1.5×"),
+]
+
+
+def medians(output):
+    result, name = {}, None
+    for line in output.splitlines():
+        if line.startswith("### "):
+            name = line[4:].strip()
+        elif name and line.startswith("| Time (wall clock)"):
+            cells = [cell.strip() for cell in line.strip("|").split("|")]
+            result[name] = float(cells[3])  # p0, p25, p50, ...
+    return result
+
+
+def main():
+    command = ["swift", "package", "benchmark", "--no-progress", "--format", "markdown"] + sys.argv[1:]
+    output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    times = medians(output)
+    print("| Operation | Exclusion (ns) | Peer (ns) | Ratio | Target |")
+    print("|---|---:|---:|---:|---|")
+    for what, ours, peer, kind, target in ROWS:
+        if ours not in times or peer not in times:
+            continue
+        ratio = times[ours] / times[peer] if kind == "time" else times[peer] / times[ours]
+        print(f"| {what} | {times[ours]:g} | {times[peer]:g} | {ratio:.2f}× | {target} |")
+    allocations = re.findall(r"### (.*)\n\| Malloc \(total\) \*\s*\|\s*(\d+)", output)
+    ours = [f"{name}: {count}" for name, count in allocations if not name.startswith("peer")]
+    print("\nHeap allocations per operation (p0): " + "; ".join(ours))
+
+
+if __name__ == "__main__":
+    main()
