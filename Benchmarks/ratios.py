@@ -4,7 +4,6 @@ peers measured in the same run (medians of the wall-clock time per operation).
 
 Usage, from this folder: python3 ratios.py [extra arguments for `swift package benchmark`]
 """
-import re
 import subprocess
 import sys
 
@@ -31,21 +30,22 @@ ROWS = [
 ]
 
 
-def medians(output):
+def medians(output, metric):
+    """The median of `metric` for each benchmark in the markdown output."""
     result, name = {}, None
     for line in output.splitlines():
         if line.startswith("### "):
             name = line[4:].strip()
-        elif name and line.startswith("| Time (wall clock)"):
+        elif name and line.startswith("| " + metric):
             cells = [cell.strip() for cell in line.strip("|").split("|")]
-            result[name] = float(cells[3])  # p0, p25, p50, ...
+            result[name] = float(cells[3])  # metric, p0, p25, p50, ...
     return result
 
 
 def main():
     command = ["swift", "package", "benchmark", "--no-progress", "--format", "markdown"] + sys.argv[1:]
     output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-    times = medians(output)
+    times = medians(output, "Time (wall clock)")
     print("| Operation | Exclusion (ns) | Peer (ns) | Ratio | Target |")
     print("|---|---:|---:|---:|---|")
     for what, ours, peer, kind, target in ROWS:
@@ -53,9 +53,9 @@ def main():
             continue
         ratio = times[ours] / times[peer] if kind == "time" else times[peer] / times[ours]
         print(f"| {what} | {times[ours]:g} | {times[peer]:g} | {ratio:.2f}× | {target} |")
-    allocations = re.findall(r"### (.*)\n\| Malloc \(total\) \*\s*\|\s*(\d+)", output)
-    ours = [f"{name}: {count}" for name, count in allocations if not name.startswith("peer")]
-    print("\nHeap allocations per operation (p0): " + "; ".join(ours))
+    allocations = medians(output, "Malloc (total)")
+    ours = [f"{name} {count:g}" for name, count in sorted(allocations.items()) if not name.startswith("peer")]
+    print("\nHeap allocations per operation (median): " + "; ".join(ours) + ".")
 
 
 if __name__ == "__main__":

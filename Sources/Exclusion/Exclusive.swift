@@ -33,9 +33,9 @@ public final class Exclusive<State>: @unchecked Sendable {
     /// The name of this instance, shown in re-entrancy messages and as its dispatch queue's label.
     public let label: String
 
-    private let _state: UnsafeMutablePointer<State>
-    private let _lock = _Lock()
-    private let _backlog = _Backlog<@Sendable (inout sending State) -> Void>()
+    @usableFromInline let _state: UnsafeMutablePointer<State>
+    @usableFromInline let _lock = _Lock()
+    @usableFromInline let _backlog = _Backlog<@Sendable (inout sending State) -> Void>()
     private let _queue: DispatchQueue
 
     /// Creates an instance holding `initialState`.
@@ -87,25 +87,51 @@ extension Exclusive {
     /// - Throws: What `body` throws.
     /// - Warning: Calling any accessor of this instance from inside `body` stops the process: it
     ///   would deadlock. Use the state passed to your closure.
+    @inlinable
     public func access<R, E: Error>(_ body: (inout sending State) throws(E) -> sending R) throws(E) -> sending R {
+        try access { (state, _) throws(E) -> sending R in try body(&state) }
+    }
+
+    /// Runs `body` with exclusive access to the state and an outbox for what should happen after
+    /// the access, and returns its result.
+    ///
+    /// Use the outbox for notifications and callbacks that must not run while the state is held.
+    /// They run after the state is released, in the order the accesses of this instance ran:
+    ///
+    /// ```swift
+    /// try ledger.access { ledger, outbox in
+    ///     let change = try ledger.withdraw(amount, from: id)
+    ///     outbox.post(on: notificationQueue) { post(change) }
+    /// }
+    /// ```
+    ///
+    /// - Parameter body: Reads or changes the state, and posts to the outbox. Work posted before a
+    ///   throw still runs, as do the changes made before it.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws.
+    @inlinable
+    public func access<R, E: Error>(
+        _ body: (inout sending State, inout Outbox) throws(E) -> sending R
+    ) throws(E) -> sending R {
         let thread = _CurrentThread()
         if thread.mode(in: self) != nil {
             _reentrantAccess(type: _typeName, label: label, attempted: "access", holding: "an access")
         }
         _lock.lock()
         thread.enter(self, .exclusive)
-        var deliveries = _Deliveries()
+        var outbox = Outbox()
         if _backlog.hasPending {
-            _backlog.runAll(&deliveries, apply: _apply)
+            _backlog.runAll(&outbox, apply: _apply)
         }
-        defer { _release(thread, deliveries) }
-        return try body(&_state.pointee)
+        defer { _release(thread, outbox) }
+        return try body(&_state.pointee, &outbox)
     }
 
-    private var _typeName: String { "Exclusive<\(State.self)>" }
+    @usableFromInline var _typeName: String { "Exclusive<\(State.self)>" }
 
     /// Gives up the state, then hands out what the accesses delivered, in the order they ran.
-    private func _release(_ thread: _CurrentThread, _ deliveries: consuming _Deliveries) {
+    @inlinable
+    func _release(_ thread: _CurrentThread, _ deliveries: consuming Outbox) {
         thread.leave()
         if deliveries.isEmpty {
             _lock.unlock()
@@ -157,7 +183,7 @@ extension Exclusive {
         _submit { deliveries in
             let result: Result<R, any Error>
             do { result = .success(try body(&self._state.pointee)) } catch { result = .failure(error) }
-            deliveries.deliver(on: queue) { completion(result) }
+            deliveries.post(on: queue) { completion(result) }
         }
     }
 
@@ -183,7 +209,7 @@ extension Exclusive {
         }
         if _lock.tryLock() {
             thread.enter(self, .exclusive)
-            var deliveries = _Deliveries()
+            var deliveries = Outbox()
             if _backlog.hasPending {
                 _backlog.runAll(&deliveries, apply: _apply)
             }
@@ -205,7 +231,7 @@ extension Exclusive {
         return try result.get()
     }
 
-    private func _submit(_ run: @escaping @Sendable (inout _Deliveries) -> Void) {
+    private func _submit(_ run: @escaping @Sendable (inout Outbox) -> Void) {
         _submit(.closure(isRead: false, run))
     }
 
@@ -222,15 +248,15 @@ extension Exclusive {
         repeat {
             _lock.lock()
             thread.enter(self, .exclusive)
-            var deliveries = _Deliveries()
+            var deliveries = Outbox()
             _backlog.runAll(&deliveries, apply: _apply)
             _release(thread, deliveries)
         } while !_backlog.finishDrain()
     }
 
     /// Applies a plain `accessAsync` body; call with the state held.
-    private func _apply(_ body: @Sendable (inout sending State) -> Void) {
+    @usableFromInline
+    func _apply(_ body: @Sendable (inout sending State) -> Void) {
         body(&_state.pointee)
     }
 }
-

@@ -31,9 +31,9 @@ public final class ReadersWriter<State> {
     /// The name of this instance, shown in re-entrancy messages and as its dispatch queue's label.
     public let label: String
 
-    private let _state: UnsafeMutablePointer<State>
-    private let _lock = _ReadersWriterLock()
-    private let _backlog = _Backlog<@Sendable (inout State) -> Void>()
+    @usableFromInline let _state: UnsafeMutablePointer<State>
+    @usableFromInline let _lock = _ReadersWriterLock()
+    @usableFromInline let _backlog = _Backlog<@Sendable (inout State) -> Void>()
     private let _queue: DispatchQueue
 
     /// Creates an instance holding `initialState`.
@@ -58,9 +58,10 @@ public final class ReadersWriter<State> {
         _CurrentThread().mode(in: self) != nil
     }
 
-    private var _typeName: String { "ReadersWriter<\(State.self)>" }
+    @usableFromInline var _typeName: String { "ReadersWriter<\(State.self)>" }
 
-    private func _checkNotInside(_ thread: _CurrentThread, attempting attempted: String) {
+    @inlinable
+    func _checkNotInside(_ thread: _CurrentThread, attempting attempted: String) {
         guard let mode = thread.mode(in: self) else { return }
         _reentrantAccess(
             type: _typeName, label: label, attempted: attempted, holding: mode == .shared ? "a read" : "a write")
@@ -87,12 +88,13 @@ extension ReadersWriter {
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws.
     /// - Warning: Calling any accessor of this instance from inside `body` stops the process.
+    @inlinable
     public func read<R, E: Error>(_ body: (State) throws(E) -> R) throws(E) -> R {
         let thread = _CurrentThread()
         _checkNotInside(thread, attempting: "read")
         if _backlog.hasPending {
             // Work submitted earlier goes first, and it may write: run it all under exclusion.
-            return try _exclusively(thread) { (state) throws(E) -> R in try body(state) }
+            return try _exclusively(thread) { (state, _) throws(E) -> R in try body(state) }
         }
         let ticket = _lock.lockShared(thread: thread.index)
         thread.enter(self, .shared)
@@ -114,32 +116,52 @@ extension ReadersWriter {
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws.
     /// - Warning: Calling any accessor of this instance from inside `body` stops the process.
+    @inlinable
     public func write<R, E: Error>(_ body: (inout State) throws(E) -> R) throws(E) -> R {
+        let thread = _CurrentThread()
+        _checkNotInside(thread, attempting: "write")
+        return try _exclusively(thread) { (state, _) throws(E) -> R in try body(&state) }
+    }
+
+    /// Runs `body` with exclusive access to the state and an outbox for what should happen after
+    /// the write, and returns its result.
+    ///
+    /// Work posted to the outbox runs after the state is released, in the order the writes ran.
+    /// See ``Outbox``.
+    ///
+    /// - Parameter body: Reads or changes the state, and posts to the outbox.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws.
+    @inlinable
+    public func write<R, E: Error>(_ body: (inout State, inout Outbox) throws(E) -> R) throws(E) -> R {
         let thread = _CurrentThread()
         _checkNotInside(thread, attempting: "write")
         return try _exclusively(thread, body)
     }
 
-    private func _exclusively<R, E: Error>(
-        _ thread: _CurrentThread, _ body: (inout State) throws(E) -> R
+    @inlinable
+    func _exclusively<R, E: Error>(
+        _ thread: _CurrentThread, _ body: (inout State, inout Outbox) throws(E) -> R
     ) throws(E) -> R {
         _lock.lockExclusive()
         thread.enter(self, .exclusive)
-        var deliveries = _Deliveries()
+        var outbox = Outbox()
         if _backlog.hasPending {
-            _backlog.runAll(&deliveries, apply: _apply)
+            _backlog.runAll(&outbox, apply: _apply)
         }
-        defer { _releaseExclusive(thread, deliveries) }
-        return try body(&_state.pointee)
+        defer { _releaseExclusive(thread, outbox) }
+        return try body(&_state.pointee, &outbox)
     }
 
     /// Applies a plain `writeAsync` body; call with the state held exclusively.
-    private func _apply(_ body: @Sendable (inout State) -> Void) {
+    @usableFromInline
+    func _apply(_ body: @Sendable (inout State) -> Void) {
         body(&_state.pointee)
     }
 
     /// Gives up exclusive access, then hands out what the accesses delivered, in the order they ran.
-    private func _releaseExclusive(_ thread: _CurrentThread, _ deliveries: consuming _Deliveries) {
+    @inlinable
+    func _releaseExclusive(_ thread: _CurrentThread, _ deliveries: consuming Outbox) {
         thread.leave()
         if deliveries.isEmpty {
             _lock.unlockExclusive()
@@ -170,7 +192,7 @@ extension ReadersWriter where State: Sendable {
     ) {
         _submit(isRead: true) { deliveries in
             let result = Result { try body(self._state.pointee) }
-            deliveries.deliver(on: queue) { completion(result) }
+            deliveries.post(on: queue) { completion(result) }
         }
     }
 
@@ -200,7 +222,7 @@ extension ReadersWriter where State: Sendable {
         _submit(isRead: false) { deliveries in
             let result: Result<R, any Error>
             do { result = .success(try body(&self._state.pointee)) } catch { result = .failure(error) }
-            deliveries.deliver(on: queue) { completion(result) }
+            deliveries.post(on: queue) { completion(result) }
         }
     }
 
@@ -227,7 +249,7 @@ extension ReadersWriter where State: Sendable {
         _checkNotInside(thread, attempting: "await write")
         if _lock.tryLockExclusive() {
             thread.enter(self, .exclusive)
-            var deliveries = _Deliveries()
+            var deliveries = Outbox()
             if _backlog.hasPending {
                 _backlog.runAll(&deliveries, apply: _apply)
             }
@@ -249,7 +271,7 @@ extension ReadersWriter where State: Sendable {
         return try result.get()
     }
 
-    private func _submit(isRead: Bool, _ run: @escaping @Sendable (inout _Deliveries) -> Void) {
+    private func _submit(isRead: Bool, _ run: @escaping @Sendable (inout Outbox) -> Void) {
         _submit(.closure(isRead: isRead, run))
     }
 
@@ -268,7 +290,7 @@ extension ReadersWriter where State: Sendable {
             let ticket = _lock.lockShared(thread: thread.index)
             thread.enter(self, .shared)
             if _backlog.nextIsRead() == true {
-                var deliveries = _Deliveries()
+                var deliveries = Outbox()
                 _backlog.runLeadingReads(&deliveries, apply: _apply)
                 thread.leave()
                 _release(ticket, deliveries)
@@ -277,14 +299,14 @@ extension ReadersWriter where State: Sendable {
                 _lock.unlockShared(ticket)
                 _lock.lockExclusive()
                 thread.enter(self, .exclusive)
-                var deliveries = _Deliveries()
+                var deliveries = Outbox()
                 _backlog.runAll(&deliveries, apply: _apply)
                 _releaseExclusive(thread, deliveries)
             }
         } while !_backlog.finishDrain()
     }
 
-    private func _release(_ ticket: _ReadersWriterLock.ReadTicket, _ deliveries: consuming _Deliveries) {
+    private func _release(_ ticket: _ReadersWriterLock.ReadTicket, _ deliveries: consuming Outbox) {
         if deliveries.isEmpty {
             _lock.unlockShared(ticket)
         } else {

@@ -1,6 +1,6 @@
 #include "ExclusionShims.h"
 
-_Thread_local exclusion_thread_record exclusion_thread;
+_Thread_local exclusion_thread_record exclusion_thread __attribute__((tls_model("initial-exec")));
 
 static uint32_t next_thread_index = 0;
 

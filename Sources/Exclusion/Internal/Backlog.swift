@@ -21,15 +21,17 @@ import Darwin
 /// the cache lines of a batch move between cores once, not once per job.
 ///
 /// `Body` is the owner's plain closure type, stored without wrapping; the owner says how to apply it.
+@usableFromInline
 final class _Backlog<Body>: @unchecked Sendable {
     // @unchecked: _jobs and _drainScheduled are only touched while _lock is held; _spare only by
     // the consumer, which holds the instance's state exclusively; _hasJobs is atomic.
 
+    @usableFromInline
     enum Job {
         /// The owner's plain closure, applied to the state by the owner.
         case plain(Body, isRead: Bool)
         /// Anything else: runs itself, and may deliver results once the state is released.
-        case closure(isRead: Bool, @Sendable (inout _Deliveries) -> Void)
+        case closure(isRead: Bool, @Sendable (inout Outbox) -> Void)
 
         var isRead: Bool {
             switch self {
@@ -41,11 +43,11 @@ final class _Backlog<Body>: @unchecked Sendable {
     private let _lock = _SpinLock()
     private var _jobs: [Job] = []
     private var _drainScheduled = false
-    private let _hasJobs = Atomic<Bool>(false)
+    @usableFromInline let _hasJobs = Atomic<Bool>(false)
     private var _spare: [Job] = []
 
     /// Serializes the hand-out of deliveries, so they leave in the order the state was held.
-    let deliveryLock = _Lock()
+    @usableFromInline let deliveryLock = _Lock()
 
     deinit {
         deliveryLock.destroy()
@@ -53,7 +55,7 @@ final class _Backlog<Body>: @unchecked Sendable {
 
     /// Whether any job is waiting. A thread always sees the jobs it submitted itself: only a
     /// consumer clears this, and a consumer holds the state until it has run what it took.
-    var hasPending: Bool { _hasJobs.load(ordering: .relaxed) }
+    @inlinable var hasPending: Bool { _hasJobs.load(ordering: .relaxed) }
 
     // MARK: - Submitting
 
@@ -72,7 +74,8 @@ final class _Backlog<Body>: @unchecked Sendable {
 
     /// Runs every job submitted before this call, oldest first, collecting what they deliver;
     /// call with the state held exclusively.
-    func runAll(_ deliveries: inout _Deliveries, apply: (Body) -> Void) {
+    @usableFromInline
+    func runAll(_ deliveries: inout Outbox, apply: (Body) -> Void) {
         _lock.lock()
         swap(&_jobs, &_spare)
         _hasJobs.store(false, ordering: .relaxed)
@@ -83,7 +86,7 @@ final class _Backlog<Body>: @unchecked Sendable {
 
     /// Runs the waiting jobs up to the first one that writes, oldest first; call with the state
     /// held, shared or exclusively.
-    func runLeadingReads(_ deliveries: inout _Deliveries, apply: (Body) -> Void) {
+    func runLeadingReads(_ deliveries: inout Outbox, apply: (Body) -> Void) {
         _lock.lock()
         let end = _jobs.firstIndex { !$0.isRead } ?? _jobs.endIndex
         let batch = Array(_jobs[..<end])
@@ -93,7 +96,7 @@ final class _Backlog<Body>: @unchecked Sendable {
         for job in batch { _run(job, &deliveries, apply) }
     }
 
-    private func _run(_ job: Job, _ deliveries: inout _Deliveries, _ apply: (Body) -> Void) {
+    private func _run(_ job: Job, _ deliveries: inout Outbox, _ apply: (Body) -> Void) {
         switch job {
         case .plain(let body, _): apply(body)
         case .closure(_, let run): run(&deliveries)

@@ -4,35 +4,41 @@ import ExclusionShims
 ///
 /// This is what turns a re-entrant access, which would deadlock or corrupt state, into a clear
 /// stop. It is plain thread-local memory, so asking costs a few instructions.
+@usableFromInline
 struct _CurrentThread {
     /// How a thread is inside an instance.
+    @usableFromInline
     enum Mode: Int32 {
         case exclusive = 0
         case shared = 1
     }
 
-    private let _record: UnsafeMutablePointer<exclusion_thread_record>
+    @usableFromInline let _record: UnsafeMutablePointer<exclusion_thread_record>
 
+    @inlinable
     init() {
         _record = exclusion_current_thread()
     }
 
     /// How this thread is inside an access of `instance`, or nil if it is not.
+    @inlinable
     func mode(in instance: AnyObject) -> Mode? {
         let held = exclusion_thread_holds(_record, Unmanaged.passUnretained(instance).toOpaque())
         return held == 0 ? nil : Mode(rawValue: held - 1)
     }
 
     /// Call right after this thread gained access to `instance`.
+    @inlinable
     func enter(_ instance: AnyObject, _ mode: Mode) {
         exclusion_thread_enter(_record, Unmanaged.passUnretained(instance).toOpaque(), mode.rawValue)
     }
 
     /// Call right before this thread gives up the access it entered last.
+    @inlinable
     func leave() {
         exclusion_thread_leave(_record)
     }
 
     /// A number that tells this thread apart from every other thread alive.
-    var index: UInt32 { _record.pointee.index }
+    @inlinable var index: UInt32 { _record.pointee.index }
 }

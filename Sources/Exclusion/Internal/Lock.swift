@@ -11,12 +11,13 @@ import Musl
 /// `Synchronization.Mutex` would do, but on Linux it costs about twice a `pthread_mutex_t`
 /// (priority-inheritance futexes); the fast path of every access goes through this lock, so it
 /// uses the platform's cheapest one: `os_unfair_lock` on Apple platforms, `pthread_mutex_t` elsewhere.
+@usableFromInline
 struct _Lock: @unchecked Sendable {
     // @unchecked: the pointee is only touched through the platform's lock functions.
     #if canImport(Darwin)
-    private let _handle: UnsafeMutablePointer<os_unfair_lock>
+    @usableFromInline let _handle: UnsafeMutablePointer<os_unfair_lock>
     #else
-    private let _handle: UnsafeMutablePointer<pthread_mutex_t>
+    @usableFromInline let _handle: UnsafeMutablePointer<pthread_mutex_t>
     #endif
 
     init() {
@@ -40,6 +41,7 @@ struct _Lock: @unchecked Sendable {
         _handle.deallocate()
     }
 
+    @inlinable
     func lock() {
         #if canImport(Darwin)
         os_unfair_lock_lock(_handle)
@@ -48,6 +50,7 @@ struct _Lock: @unchecked Sendable {
         #endif
     }
 
+    @inlinable
     func tryLock() -> Bool {
         #if canImport(Darwin)
         return os_unfair_lock_trylock(_handle)
@@ -56,6 +59,7 @@ struct _Lock: @unchecked Sendable {
         #endif
     }
 
+    @inlinable
     func unlock() {
         #if canImport(Darwin)
         os_unfair_lock_unlock(_handle)

@@ -25,20 +25,21 @@ import Musl
 /// - A reader on the slow path turns the bias back on, but only once enough time has passed since
 ///   the last withdrawal (nine times what the withdrawal cost), which bounds what frequent writers
 ///   pay for scanning the slots.
+@usableFromInline
 final class _ReadersWriterLock: @unchecked Sendable {
     // @unchecked: every field is either immutable, atomic, or only touched through pthread calls.
 
     /// A reader's ticket: the slot it announced itself in, or `slowPath` if it holds the
     /// underlying lock instead.
-    typealias ReadTicket = Int
-    static let slowPath: ReadTicket = -1
+    @usableFromInline typealias ReadTicket = Int
+    @usableFromInline static var slowPath: ReadTicket { -1 }
 
-    private static let slotCount = 64
-    private static let slotStride = 128  // two cache lines: adjacent-line prefetch can't couple slots
+    @usableFromInline static var slotCount: Int { 64 }
+    @usableFromInline static var slotStride: Int { 128 }  // two cache lines: adjacent-line prefetch can't couple slots
 
-    private let _underlying: UnsafeMutablePointer<pthread_rwlock_t>
-    private let _slots: UnsafeMutableRawPointer
-    private let _readBias = Atomic<Bool>(true)
+    @usableFromInline let _underlying: UnsafeMutablePointer<pthread_rwlock_t>
+    @usableFromInline let _slots: UnsafeMutableRawPointer
+    @usableFromInline let _readBias = Atomic<Bool>(true)
     private let _biasInhibitedUntil = Atomic<UInt64>(0)
 
     init() {
@@ -70,15 +71,22 @@ final class _ReadersWriterLock: @unchecked Sendable {
         _slots.deallocate()
     }
 
-    private func _slot(_ index: Int) -> UnsafeMutablePointer<Atomic<Int>> {
+    @inlinable
+    func _slot(_ index: Int) -> UnsafeMutablePointer<Atomic<Int>> {
         (_slots + index * Self.slotStride).assumingMemoryBound(to: Atomic<Int>.self)
     }
 
     // MARK: - Readers
 
     /// Waits for shared access; pass the ticket to `unlockShared`.
+    @inlinable
     func lockShared(thread: UInt32) -> ReadTicket {
         if let ticket = _tryFastRead(thread: thread) { return ticket }
+        return _lockSharedSlowly()
+    }
+
+    @usableFromInline
+    func _lockSharedSlowly() -> ReadTicket {
         pthread_rwlock_rdlock(_underlying)
         _restoreBiasIfDue()
         return Self.slowPath
@@ -92,6 +100,7 @@ final class _ReadersWriterLock: @unchecked Sendable {
         return Self.slowPath
     }
 
+    @inlinable
     func unlockShared(_ ticket: ReadTicket) {
         if ticket == Self.slowPath {
             pthread_rwlock_unlock(_underlying)
@@ -100,7 +109,8 @@ final class _ReadersWriterLock: @unchecked Sendable {
         }
     }
 
-    private func _tryFastRead(thread: UInt32) -> ReadTicket? {
+    @inlinable
+    func _tryFastRead(thread: UInt32) -> ReadTicket? {
         guard _readBias.load(ordering: .relaxed) else { return nil }
         let index = Int(thread) & (Self.slotCount - 1)
         let slot = _slot(index)
@@ -125,6 +135,7 @@ final class _ReadersWriterLock: @unchecked Sendable {
     // MARK: - Writers
 
     /// Waits for exclusive access: for the readers inside to leave, not for readers that come later.
+    @usableFromInline
     func lockExclusive() {
         pthread_rwlock_wrlock(_underlying)
         _revokeBias()
@@ -144,6 +155,7 @@ final class _ReadersWriterLock: @unchecked Sendable {
         return true
     }
 
+    @usableFromInline
     func unlockExclusive() {
         pthread_rwlock_unlock(_underlying)
     }

@@ -3,6 +3,7 @@
 /// Waiting would never end (the access it waits for is its own), so the only honest outcome is to
 /// stop, at the line that made the mistake, with a message that says what happened and how to fix
 /// it. `fatalError` keeps the message in optimized builds, where `preconditionFailure` drops it.
+@usableFromInline
 func _reentrantAccess(
     type: String,
     label: String,

@@ -14,7 +14,7 @@ final class _Turn<State, R: Sendable, E: Error>: @unchecked Sendable {
         self.continuation = continuation
     }
 
-    func run(_ state: inout sending State, _ deliveries: inout _Deliveries) {
+    func run(_ state: inout sending State, _ deliveries: inout Outbox) {
         let result: Result<R, E>
         do throws(E) { result = .success(try body!(&state)) } catch { result = .failure(error) }
         // The caller's closure must not outlive its call (it never escaped), so drop it first.

@@ -21,7 +21,8 @@ typedef struct {
 
 exclusion_thread_record *exclusion_current_thread_slow(void);
 
-extern _Thread_local exclusion_thread_record exclusion_thread;
+// initial-exec: one register-relative load on every access, instead of a call to __tls_get_addr.
+extern _Thread_local exclusion_thread_record exclusion_thread __attribute__((tls_model("initial-exec")));
 
 /// The record of the calling thread, with its index assigned.
 static inline exclusion_thread_record *exclusion_current_thread(void) {
