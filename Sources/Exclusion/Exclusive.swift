@@ -30,13 +30,12 @@ public final class Exclusive<State>: @unchecked Sendable {
     // @unchecked: _state is only touched while _lock is held (the engine below makes sure of it),
     // and it only goes in and out of the instance as `sending` values, as with `Mutex`.
 
-    /// The name of this instance, shown in re-entrancy messages and as its dispatch queue's label.
+    /// The name of this instance, shown in re-entrancy messages.
     public let label: String
 
     @usableFromInline let _state: UnsafeMutablePointer<State>
     @usableFromInline let _lock = _Lock()
     @usableFromInline let _backlog = _Backlog<@Sendable (inout sending State) -> Void>()
-    private let _queue: DispatchQueue
 
     /// Creates an instance holding `initialState`.
     ///
@@ -47,7 +46,6 @@ public final class Exclusive<State>: @unchecked Sendable {
         self.label = label
         _state = .allocate(capacity: 1)
         _state.initialize(to: initialState)
-        _queue = DispatchQueue(label: label)
     }
 
     deinit {
@@ -131,16 +129,22 @@ extension Exclusive {
 
     /// Gives up the state, then hands out what the accesses delivered, in the order they ran.
     @inlinable
-    func _release(_ thread: _CurrentThread, _ deliveries: consuming Outbox) {
+    @inline(__always)
+    func _release(_ thread: _CurrentThread, _ deliveries: borrowing Outbox) {
         thread.leave()
         if deliveries.isEmpty {
             _lock.unlock()
         } else {
-            _backlog.deliveryLock.lock()
-            _lock.unlock()
-            deliveries.flush()
-            _backlog.deliveryLock.unlock()
+            _releaseDelivering(copy deliveries)
         }
+    }
+
+    @usableFromInline
+    func _releaseDelivering(_ deliveries: consuming Outbox) {
+        _backlog.deliveryLock.lock()
+        _lock.unlock()
+        deliveries.flush()
+        _backlog.deliveryLock.unlock()
     }
 }
 
@@ -237,11 +241,13 @@ extension Exclusive {
 
     private func _submit(_ job: _Backlog<@Sendable (inout sending State) -> Void>.Job) {
         if _backlog.submit(job) {
-            _queue.async { self._drain() }
+            // At most one drain is scheduled at a time (the backlog sees to it), so a global queue
+            // does what a private serial queue would, without one per instance.
+            DispatchQueue.global().async { self._drain() }
         }
     }
 
-    /// Runs the backlog on the instance's queue, a batch at a time, letting synchronous callers in
+    /// Runs the backlog, a batch at a time, letting synchronous callers in
     /// between batches.
     private func _drain() {
         let thread = _CurrentThread()

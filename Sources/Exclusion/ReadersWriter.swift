@@ -28,13 +28,12 @@ import Dispatch
 ///   thread stops the process with a message naming the instance: it would deadlock. Use the state
 ///   passed to your closure instead.
 public final class ReadersWriter<State> {
-    /// The name of this instance, shown in re-entrancy messages and as its dispatch queue's label.
+    /// The name of this instance, shown in re-entrancy messages.
     public let label: String
 
     @usableFromInline let _state: UnsafeMutablePointer<State>
     @usableFromInline let _lock = _ReadersWriterLock()
     @usableFromInline let _backlog = _Backlog<@Sendable (inout State) -> Void>()
-    private let _queue: DispatchQueue
 
     /// Creates an instance holding `initialState`.
     ///
@@ -45,7 +44,6 @@ public final class ReadersWriter<State> {
         self.label = label
         _state = .allocate(capacity: 1)
         _state.initialize(to: initialState)
-        _queue = DispatchQueue(label: label)
     }
 
     deinit {
@@ -160,17 +158,22 @@ extension ReadersWriter {
     }
 
     /// Gives up exclusive access, then hands out what the accesses delivered, in the order they ran.
-    @inlinable
-    func _releaseExclusive(_ thread: _CurrentThread, _ deliveries: consuming Outbox) {
+    @inlinable @inline(__always)
+    func _releaseExclusive(_ thread: _CurrentThread, _ deliveries: borrowing Outbox) {
         thread.leave()
         if deliveries.isEmpty {
             _lock.unlockExclusive()
         } else {
-            _backlog.deliveryLock.lock()
-            _lock.unlockExclusive()
-            deliveries.flush()
-            _backlog.deliveryLock.unlock()
+            _releaseExclusiveDelivering(copy deliveries)
         }
+    }
+
+    @usableFromInline
+    func _releaseExclusiveDelivering(_ deliveries: consuming Outbox) {
+        _backlog.deliveryLock.lock()
+        _lock.unlockExclusive()
+        deliveries.flush()
+        _backlog.deliveryLock.unlock()
     }
 }
 
@@ -277,11 +280,13 @@ extension ReadersWriter where State: Sendable {
 
     private func _submit(_ job: _Backlog<@Sendable (inout State) -> Void>.Job) {
         if _backlog.submit(job) {
-            _queue.async { self._drain() }
+            // At most one drain is scheduled at a time (the backlog sees to it), so a global queue
+            // does what a private serial queue would, without one per instance.
+            DispatchQueue.global().async { self._drain() }
         }
     }
 
-    /// Runs the backlog on the instance's queue: leading reads together under shared access,
+    /// Runs the backlog: leading reads together under shared access,
     /// anything else under exclusive access, letting synchronous callers in between batches.
     private func _drain() {
         let thread = _CurrentThread()

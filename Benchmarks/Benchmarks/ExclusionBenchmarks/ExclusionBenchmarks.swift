@@ -4,7 +4,7 @@ import Exclusion
 import Foundation
 
 // Each benchmark runs a batch of operations per iteration (the scaling factor), so its time is
-// per operation. Peers of each operation sit beside it, named "peer: ...", so one run gives the
+// per operation. Creating the instance is setup, not measured. Peers of each operation sit beside it, named "peer: ...", so one run gives the
 // ratios in README.md (`python3 ratios.py`).
 
 /// Benchmarks that start threads run a million operations per iteration, so starting the threads
@@ -19,27 +19,31 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(
         metrics: [.wallClock, .mallocCountTotal],
         timeUnits: .nanoseconds,
-        scalingFactor: .kilo,
+        scalingFactor: .mega,
         maxDuration: .seconds(2),
-        maxIterations: 10_000
+        maxIterations: 100
     )
 
     // MARK: - Exclusive.access, uncontended
 
     Benchmark("Exclusive.access") { benchmark in
         let counter = Exclusive(0)
+        benchmark.startMeasurement()
         for _ in benchmark.scaledIterations { counter.access { $0 &+= 1 } }
     }
     Benchmark("peer: NSLock") { benchmark in
         let counter = NSLockCounter()
+        benchmark.startMeasurement()
         for _ in benchmark.scaledIterations { counter.increment() }
     }
     Benchmark("peer: Mutex") { benchmark in
         let counter = MutexCounter()
+        benchmark.startMeasurement()
         for _ in benchmark.scaledIterations { counter.increment() }
     }
     Benchmark("peer: DispatchQueue.sync") { benchmark in
         let counter = SerialQueueCounter()
+        benchmark.startMeasurement()
         for _ in benchmark.scaledIterations { counter.increment() }
     }
 
@@ -47,16 +51,19 @@ let benchmarks: @Sendable () -> Void = {
 
     Benchmark("Exclusive.access, 2 threads", configuration: threaded) { benchmark in
         let counter = Exclusive(0)
+        benchmark.startMeasurement()
         let each = benchmark.scaledIterations.count / 2
         onThreads(2) { _ in for _ in 0..<each { counter.access { $0 &+= 1 } } }
     }
     Benchmark("peer: NSLock, 2 threads", configuration: threaded) { benchmark in
         let counter = NSLockCounter()
+        benchmark.startMeasurement()
         let each = benchmark.scaledIterations.count / 2
         onThreads(2) { _ in for _ in 0..<each { counter.increment() } }
     }
     Benchmark("peer: DispatchQueue.sync, 2 threads", configuration: threaded) { benchmark in
         let counter = SerialQueueCounter()
+        benchmark.startMeasurement()
         let each = benchmark.scaledIterations.count / 2
         onThreads(2) { _ in for _ in 0..<each { counter.increment() } }
     }
@@ -65,34 +72,41 @@ let benchmarks: @Sendable () -> Void = {
 
     Benchmark("ReadersWriter.read") { benchmark in
         let value = ReadersWriter(0)
+        benchmark.startMeasurement()
         for _ in benchmark.scaledIterations { blackHole(value.read { $0 }) }
     }
     Benchmark("peer: pthread_rwlock read") { benchmark in
         let value = RWLockValue()
+        benchmark.startMeasurement()
         for _ in benchmark.scaledIterations { blackHole(value.read()) }
     }
     Benchmark("peer: concurrent DispatchQueue.sync read") { benchmark in
         let value = ConcurrentQueueValue()
+        benchmark.startMeasurement()
         for _ in benchmark.scaledIterations { blackHole(value.read()) }
     }
     Benchmark("ReadersWriter.read, 2 threads", configuration: threaded) { benchmark in
         // The same total number of reads as the one-thread benchmark, split over two threads:
         // a time per read half of the one-thread time means twice the throughput.
         let value = ReadersWriter(0)
+        benchmark.startMeasurement()
         let each = benchmark.scaledIterations.count / 2
         onThreads(2) { _ in for _ in 0..<each { blackHole(value.read { $0 }) } }
     }
     Benchmark("peer: pthread_rwlock read, 2 threads", configuration: threaded) { benchmark in
         let value = RWLockValue()
+        benchmark.startMeasurement()
         let each = benchmark.scaledIterations.count / 2
         onThreads(2) { _ in for _ in 0..<each { blackHole(value.read()) } }
     }
     Benchmark("ReadersWriter.write") { benchmark in
         let value = ReadersWriter(0)
+        benchmark.startMeasurement()
         for _ in benchmark.scaledIterations { value.write { $0 &+= 1 } }
     }
     Benchmark("peer: concurrent DispatchQueue barrier sync") { benchmark in
         let value = ConcurrentQueueValue()
+        benchmark.startMeasurement()
         for _ in benchmark.scaledIterations { value.write() }
     }
 
@@ -100,11 +114,13 @@ let benchmarks: @Sendable () -> Void = {
 
     Benchmark("Exclusive.accessAsync, submit all then wait", configuration: threaded) { benchmark in
         let counter = Exclusive(0)
+        benchmark.startMeasurement()
         for _ in benchmark.scaledIterations { counter.accessAsync { $0 &+= 1 } }
         blackHole(counter.access { $0 })
     }
     Benchmark("peer: DispatchQueue.async, submit all then wait", configuration: threaded) { benchmark in
         let counter = SerialQueueCounter()
+        benchmark.startMeasurement()
         for _ in benchmark.scaledIterations { counter.incrementAsync() }
         counter.waitForAll()
     }
@@ -113,10 +129,12 @@ let benchmarks: @Sendable () -> Void = {
 
     Benchmark("await Exclusive.access") { benchmark in
         let counter = Exclusive(0)
+        benchmark.startMeasurement()
         for _ in benchmark.scaledIterations { await counter.access { $0 &+= 1 } }
     }
     Benchmark("peer: actor method call") { benchmark in
         let counter = CounterActor()
+        benchmark.startMeasurement()
         for _ in benchmark.scaledIterations { await counter.increment() }
     }
 }

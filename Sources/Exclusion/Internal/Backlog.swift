@@ -10,7 +10,7 @@ import Darwin
 /// Work submitted for later, waiting its turn at an instance's state.
 ///
 /// The queue is the semantics, not the mechanism: jobs wait here in submission order and run with
-/// the state held, either on the instance's own dispatch queue (a *drain*) or on the thread of the
+/// the state held, either in a *drain* dispatched to a global queue or on the thread of the
 /// next synchronous access, which first runs everything submitted before it. That second rule is
 /// what makes a thread's work run in the order it submitted it, sync and async alike, while a
 /// synchronous access with nothing pending costs no more than a lock.

@@ -15,26 +15,26 @@ struct _CurrentThread {
 
     @usableFromInline let _record: UnsafeMutablePointer<exclusion_thread_record>
 
-    @inlinable
+    @inlinable @inline(__always)
     init() {
         _record = exclusion_current_thread()
     }
 
     /// How this thread is inside an access of `instance`, or nil if it is not.
-    @inlinable
+    @inlinable @inline(__always)
     func mode(in instance: AnyObject) -> Mode? {
         let held = exclusion_thread_holds(_record, Unmanaged.passUnretained(instance).toOpaque())
         return held == 0 ? nil : Mode(rawValue: held - 1)
     }
 
     /// Call right after this thread gained access to `instance`.
-    @inlinable
+    @inlinable @inline(__always)
     func enter(_ instance: AnyObject, _ mode: Mode) {
         exclusion_thread_enter(_record, Unmanaged.passUnretained(instance).toOpaque(), mode.rawValue)
     }
 
     /// Call right before this thread gives up the access it entered last.
-    @inlinable
+    @inlinable @inline(__always)
     func leave() {
         exclusion_thread_leave(_record)
     }
