@@ -5,18 +5,29 @@ let package = Package(
     name: "Exclusion",
     platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
-        .library(name: "Exclusion", targets: ["Exclusion"])
+        .library(name: "Exclusion", targets: ["Exclusion"]),
+        .library(name: "Banking", targets: ["Banking"]),
+        .executable(name: "bank", targets: ["bank"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0")
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // Libraries
         .target(name: "ExclusionShims"),
         .target(name: "Exclusion", dependencies: ["ExclusionShims"]),
+        .target(name: "Banking", dependencies: ["Exclusion"]),
+
+        // Tools
+        .executableTarget(
+            name: "bank",
+            dependencies: ["Banking", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
 
         // Tests
         .testTarget(name: "ExclusionTests", dependencies: ["Exclusion"]),
+        .testTarget(name: "BankingTests", dependencies: ["Banking", "bank"]),
     ],
     swiftLanguageModes: [.v6]
 )

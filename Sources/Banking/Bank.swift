@@ -1,0 +1,136 @@
+import Dispatch
+import Exclusion
+import Foundation
+
+/// A bank of accounts, safe to use from any thread, with no threading in its API.
+///
+/// This is the reference system of the serial-member-queue pattern. All of the bank's state (every
+/// balance, every closed flag, the running total) is one value, the ledger, behind one accessor:
+/// one member queue for the whole area of functionality. ``Account`` objects are thin handles into
+/// it, so a transfer between two accounts is one atomic change, with no lock order to get wrong.
+///
+/// ```swift
+/// let bank = Bank()
+/// let alice = try bank.openAccount(initialBalance: Money("100.00")!)
+/// let bob = try bank.openAccount()
+/// try bank.transferMoneyAmount(Money("30.00")!, from: alice, to: bob)
+/// bank.totalBalance { total in print(total) }   // "100.00", on the main queue
+/// ```
+///
+/// Every operation checks before it changes anything: a thrown ``BankError`` leaves every balance,
+/// flag and the total exactly as they were.
+///
+/// Each committed change of an account posts one ``accountDidChangeNotification`` (a transfer
+/// posts two) on the bank's notification queue, in commit order, after the ledger is released. An
+/// observer may therefore call back into the bank synchronously, to read a balance or make a
+/// transfer, without deadlock.
+public final class Bank: Sendable {
+    /// How the ledger is shared between threads.
+    public enum Concurrency: Sendable {
+        /// One access at a time: an `Exclusive` ledger. The right default.
+        case serial
+        /// Reads side by side, changes alone: a `ReadersWriter` ledger, for read-heavy use.
+        case readersWriter
+    }
+
+    /// Posted after each committed change of an account; `object` is the bank and
+    /// `userInfo[changeKey]` the ``AccountChange``.
+    public static let accountDidChangeNotification = Notification.Name("ExclusionBankAccountDidChange")
+
+    /// The `userInfo` key of ``accountDidChangeNotification`` that holds the ``AccountChange``.
+    public static let changeKey = "change"
+
+    let store: LedgerStore
+    private let notificationQueue: DispatchQueue
+
+    /// Creates an empty bank.
+    ///
+    /// - Parameters:
+    ///   - concurrency: How the ledger is shared between threads; results are the same either way.
+    ///   - notificationQueue: Where ``accountDidChangeNotification`` is posted.
+    public init(concurrency: Concurrency = .serial, notificationQueue: DispatchQueue = .main) {
+        store = LedgerStore(concurrency)
+        self.notificationQueue = notificationQueue
+    }
+
+    // MARK: - Accounts
+
+    /// Opens an account holding `initialBalance`.
+    ///
+    /// - Throws: ``BankError/invalidAmount(_:)`` for a negative balance, ``BankError/overflow`` if
+    ///   the bank's total would overflow.
+    public func openAccount(initialBalance: Money = .zero) throws(BankError) -> Account {
+        let changes = try commit { (ledger: inout Ledger) throws(BankError) in
+            [try ledger.open(initialBalance: initialBalance)]
+        }
+        return Account(id: changes[0].account, bank: self)
+    }
+
+    /// Every account of the bank, in opening order, closed ones included.
+    public var accounts: [Account] {
+        // Only the count is read under the ledger; the handles are made outside it.
+        let count = store.read { $0.accountCount }
+        return (0..<count).map { Account(id: AccountID(number: $0 + 1), bank: self) }
+    }
+
+    // MARK: - Totals
+
+    /// The sum of all balances, consistent with every committed change.
+    ///
+    /// The ledger keeps a running total, so this costs the same with a million accounts as with
+    /// one, and holds the ledger no longer than reading one balance does.
+    public var totalBalanceInAllAccounts: Money { store.read { $0.total } }
+
+    /// Delivers the sum of all balances on `queue`, without blocking the caller.
+    ///
+    /// The value is consistent: it is the total at one moment between committed changes. Reading
+    /// it holds the ledger for O(1) time however many accounts there are.
+    public func totalBalance(deliverOn queue: DispatchQueue = .main, completion: @escaping @Sendable (Money) -> Void) {
+        store.readAsync(deliverOn: queue, { $0.total }, completion: completion)
+    }
+
+    /// The sum of all balances, suspending instead of blocking while a change holds the ledger.
+    public func totalBalance() async -> Money {
+        await store.read { $0.total }
+    }
+
+    // MARK: - Transfers
+
+    /// Moves `amount` from one account to another, atomically: both sides change or neither does.
+    ///
+    /// - Throws: ``BankError/unknownAccount(_:)`` for an account of another bank,
+    ///   ``BankError/sameAccount(_:)``, ``BankError/invalidAmount(_:)``,
+    ///   ``BankError/accountClosed(_:)``, ``BankError/insufficientFunds(_:balance:requested:)`` or
+    ///   ``BankError/overflow``. Nothing changes when it throws.
+    public func transferMoneyAmount(_ amount: Money, from source: Account, to destination: Account) throws(BankError) {
+        try checkOwnership(source)
+        try checkOwnership(destination)
+        try commit { (ledger: inout Ledger) throws(BankError) in
+            let (debit, credit) = try ledger.transfer(amount, from: source.id, to: destination.id)
+            return [debit, credit]
+        }
+    }
+
+    private func checkOwnership(_ account: Account) throws(BankError) {
+        guard account.bank === self else { throw .unknownAccount(account.id) }
+    }
+
+    // MARK: - Committing changes
+
+    /// Applies a change to the ledger and posts a notification per changed account, after the
+    /// ledger is released, in commit order.
+    @discardableResult
+    func commit(_ change: (inout Ledger) throws(BankError) -> [AccountChange]) throws(BankError) -> [AccountChange] {
+        try store.change { (ledger, outbox) throws(BankError) -> [AccountChange] in
+            let changes = try change(&ledger)
+            for accountChange in changes {
+                outbox.post(on: notificationQueue) { [self] in
+                    NotificationCenter.default.post(
+                        name: Bank.accountDidChangeNotification, object: self,
+                        userInfo: [Bank.changeKey: accountChange])
+                }
+            }
+            return changes
+        }
+    }
+}

@@ -1,0 +1,59 @@
+import Dispatch
+import Exclusion
+
+/// The bank's one member queue: the ledger behind an `Exclusive` or a `ReadersWriter`.
+///
+/// Both hold the same `Ledger` and give the same results; the readers-writer store lets reads
+/// (balances, flags, the total) run side by side while changes run alone.
+enum LedgerStore: Sendable {
+    case serial(Exclusive<Ledger>)
+    case readersWriter(ReadersWriter<Ledger>)
+
+    init(_ concurrency: Bank.Concurrency) {
+        switch concurrency {
+        case .serial: self = .serial(Exclusive(Ledger(), label: "bank ledger"))
+        case .readersWriter: self = .readersWriter(ReadersWriter(Ledger(), label: "bank ledger"))
+        }
+    }
+
+    /// Reads the ledger: shared with other reads in the readers-writer store.
+    func read<R: Sendable>(_ body: (Ledger) -> R) -> R {
+        switch self {
+        case .serial(let ledger): ledger.access { body($0) }
+        case .readersWriter(let ledger): ledger.read(body)
+        }
+    }
+
+    /// Changes the ledger, alone; what the body posts to the outbox runs after the ledger is released.
+    func change<R: Sendable>(
+        _ body: (inout Ledger, inout Outbox) throws(BankError) -> R
+    ) throws(BankError) -> R {
+        switch self {
+        case .serial(let ledger): try ledger.access { (state, outbox) throws(BankError) -> R in try body(&state, &outbox) }
+        case .readersWriter(let ledger): try ledger.write(body)
+        }
+    }
+
+    /// Reads the ledger later and delivers the result on `queue`.
+    func readAsync<R: Sendable>(
+        deliverOn queue: DispatchQueue, _ body: @escaping @Sendable (Ledger) -> R,
+        completion: @escaping @Sendable (R) -> Void
+    ) {
+        let unwrap: @Sendable (Result<R, any Error>) -> Void = { result in
+            // The body can't throw, so the result is always a success.
+            if case .success(let value) = result { completion(value) }
+        }
+        switch self {
+        case .serial(let ledger): ledger.accessAsync(deliverOn: queue, { body($0) }, completion: unwrap)
+        case .readersWriter(let ledger): ledger.readAsync(deliverOn: queue, body, completion: unwrap)
+        }
+    }
+
+    /// Reads the ledger, suspending instead of blocking while a change holds it.
+    func read<R: Sendable>(_ body: @Sendable (Ledger) -> R) async -> R {
+        switch self {
+        case .serial(let ledger): await ledger.access { body($0) }
+        case .readersWriter(let ledger): await ledger.read(body)
+        }
+    }
+}

@@ -1,0 +1,258 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// A load test of a ``Bank``: many threads making random operations at once, and afterwards a
+/// check that no money appeared or vanished and that every change was announced exactly once.
+///
+/// ```swift
+/// let simulation = Simulation(configuration: .init(accounts: 1_000, threads: 4, operations: 200_000))
+/// let report = await simulation.run()
+/// print(report.summary)
+/// ```
+public struct Simulation: Sendable {
+    /// What to simulate.
+    public struct Configuration: Sendable, Codable, Equatable {
+        /// How many accounts to open before the threads start.
+        public var accounts: Int
+        /// How many threads make operations at once.
+        public var threads: Int
+        /// How many operations in all, shared out between the threads.
+        public var operations: Int
+        /// How the bank shares its ledger.
+        public var concurrency: ConcurrencyChoice
+        /// Where the random choices start; the same seed makes the same choices per thread.
+        public var seed: UInt64
+
+        public init(
+            accounts: Int = 1_000, threads: Int = 4, operations: Int = 200_000,
+            concurrency: ConcurrencyChoice = .serial, seed: UInt64 = 42
+        ) {
+            self.accounts = accounts
+            self.threads = threads
+            self.operations = operations
+            self.concurrency = concurrency
+            self.seed = seed
+        }
+    }
+
+    /// ``Bank/Concurrency`` as a value that can be named on a command line and in JSON.
+    public enum ConcurrencyChoice: String, Sendable, Codable, CaseIterable {
+        case serial
+        case readersWriter = "readers-writer"
+
+        var bankConcurrency: Bank.Concurrency {
+            switch self {
+            case .serial: .serial
+            case .readersWriter: .readersWriter
+            }
+        }
+    }
+
+    /// The kinds of operation the threads make.
+    public enum Operation: String, Sendable, Codable, CaseIterable, Comparable {
+        case transfer, deposit, withdrawal, balance, asyncTotal, close
+
+        /// How often each kind is chosen, per ten thousand operations.
+        var weight: Int {
+            switch self {
+            case .transfer: 6_000
+            case .deposit: 1_200
+            case .withdrawal: 1_200
+            case .balance: 1_400
+            case .asyncTotal: 195
+            case .close: 5
+            }
+        }
+
+        public static func < (lhs: Operation, rhs: Operation) -> Bool {
+            allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+        }
+    }
+
+    public let configuration: Configuration
+
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+    }
+
+    /// Runs the simulation and checks the bank afterwards.
+    ///
+    /// - Parameters:
+    ///   - notificationQueue: Where the bank posts its notifications and delivers asynchronous
+    ///     totals, and where they are counted. It must be serviced while the simulation runs
+    ///     (for the main queue: an `async` main, or `dispatchMain()`).
+    ///   - progress: Called now and then with how many operations are done, out of how many.
+    /// - Returns: The report, with ``Report/passed`` telling whether every check held.
+    public func run(
+        notificationQueue: DispatchQueue = .main,
+        progress: @escaping @Sendable (_ done: Int, _ total: Int) -> Void = { _, _ in }
+    ) async -> Report {
+        let bank = Bank(concurrency: configuration.concurrency.bankConcurrency, notificationQueue: notificationQueue)
+        let counter = NotificationCounter(bank: bank)
+        defer { counter.stop() }
+
+        var random = SplitMix64(seed: configuration.seed)
+        var openingTotal = Money.zero
+        var accounts: [Account] = []
+        accounts.reserveCapacity(configuration.accounts)
+        for _ in 0..<configuration.accounts {
+            let balance = Money(minorUnits: Int64.random(in: 0...1_000_000, using: &random))
+            // Small random balances: neither opening nor any later change can overflow.
+            accounts.append(try! bank.openAccount(initialBalance: balance))
+            openingTotal = Money(minorUnits: openingTotal.minorUnits + balance.minorUnits)
+        }
+
+        let done = SharedCount()
+        let totalsDelivered = SharedCount()
+        let accountsOpened = accounts
+        let started = ContinuousClock.now
+        let tallies = await withTaskGroup(of: Tally.self) { group in
+            let reporter = Task {
+                while !Task.isCancelled {
+                    progress(done.count, configuration.operations)
+                    try? await Task.sleep(for: .milliseconds(100))
+                }
+            }
+            let workers = configuration.threads
+            for worker in 0..<workers {
+                let share = configuration.operations / workers + (worker < configuration.operations % workers ? 1 : 0)
+                let seed = configuration.seed &+ UInt64(worker + 1) &* 0x9E37_79B9
+                group.addTask {
+                    await onThread {
+                        Self.work(
+                            bank: bank, accounts: accountsOpened, operations: share, seed: seed, done: done,
+                            totalsDelivered: totalsDelivered, queue: notificationQueue)
+                    }
+                }
+            }
+            var tallies: [Tally] = []
+            for await tally in group { tallies.append(tally) }
+            reporter.cancel()
+            return tallies
+        }
+        let elapsed = ContinuousClock.now - started
+        progress(configuration.operations, configuration.operations)
+
+        let tally = tallies.reduce(into: Tally()) { $0.merge($1) }
+        let expectedNotifications = configuration.accounts + tally.changes
+        // Everything was committed; wait for the announcements still on their way.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while counter.count < expectedNotifications || tally.asyncTotalsRequested > totalsDelivered.count, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        // Anything extra would arrive about now.
+        try? await Task.sleep(for: .milliseconds(20))
+
+        return Report(
+            configuration: configuration, bank: bank, accounts: accounts, openingTotal: openingTotal, tally: tally,
+            notifications: counter.count, expectedNotifications: expectedNotifications,
+            totalsDelivered: totalsDelivered.count, elapsed: elapsed)
+    }
+
+    // MARK: - One worker thread
+
+    private static func work(
+        bank: Bank, accounts: [Account], operations: Int, seed: UInt64, done: SharedCount,
+        totalsDelivered: SharedCount, queue: DispatchQueue
+    ) -> Tally {
+        var random = SplitMix64(seed: seed)
+        var tally = Tally()
+        let totalWeight = Operation.allCases.reduce(0) { $0 + $1.weight }
+        for step in 0..<operations {
+            var pick = Int.random(in: 0..<totalWeight, using: &random)
+            let operation = Operation.allCases.first { pick -= $0.weight; return pick < 0 }!
+            let account = accounts.randomElement(using: &random)!
+            let amount = Money(minorUnits: Int64.random(in: 1...50_000, using: &random))
+            tally.counts[operation, default: 0] += 1
+            do throws(BankError) {
+                switch operation {
+                case .transfer:
+                    let other = accounts.randomElement(using: &random)!
+                    try bank.transferMoneyAmount(amount, from: account, to: other)
+                    tally.changes += 2
+                case .deposit:
+                    try account.addMoney(amount)
+                    tally.deposits += amount.minorUnits
+                    tally.changes += 1
+                case .withdrawal:
+                    try account.subtractMoney(amount)
+                    tally.withdrawals += amount.minorUnits
+                    tally.changes += 1
+                case .balance:
+                    if account.balance < .zero { tally.negativeBalancesSeen += 1 }
+                case .asyncTotal:
+                    tally.asyncTotalsRequested += 1
+                    bank.totalBalance(deliverOn: queue) { _ in totalsDelivered.add(1) }
+                case .close:
+                    tally.payouts += try account.closeAccount().minorUnits
+                    tally.changes += 1
+                }
+            } catch {
+                tally.rejections[error.reason, default: 0] += 1
+            }
+            if step % 256 == 255 { done.add(256) }
+        }
+        done.add(operations % 256)
+        return tally
+    }
+}
+
+// MARK: - Bookkeeping
+
+/// What the threads did, added up.
+struct Tally: Sendable {
+    var counts: [Simulation.Operation: Int] = [:]
+    var rejections: [String: Int] = [:]
+    var deposits: Int64 = 0
+    var withdrawals: Int64 = 0
+    var payouts: Int64 = 0
+    /// Committed account changes, each of which must be announced once.
+    var changes = 0
+    var negativeBalancesSeen = 0
+    var asyncTotalsRequested = 0
+
+    mutating func merge(_ other: Tally) {
+        counts.merge(other.counts, uniquingKeysWith: +)
+        rejections.merge(other.rejections, uniquingKeysWith: +)
+        deposits += other.deposits
+        withdrawals += other.withdrawals
+        payouts += other.payouts
+        changes += other.changes
+        negativeBalancesSeen += other.negativeBalancesSeen
+        asyncTotalsRequested += other.asyncTotalsRequested
+    }
+}
+
+/// A counter shared between threads.
+final class SharedCount: Sendable {
+    private let value = Atomic<Int>(0)
+    func add(_ amount: Int) { value.add(amount, ordering: .relaxed) }
+    var count: Int { value.load(ordering: .relaxed) }
+}
+
+/// Counts the bank's notifications where they are delivered.
+private final class NotificationCounter: @unchecked Sendable {
+    // @unchecked: `observer` is set once in init and only read in `stop`; `counted` is Sendable.
+    private let counted = SharedCount()
+    private var observer: (any NSObjectProtocol)?
+
+    init(bank: Bank) {
+        observer = NotificationCenter.default.addObserver(
+            forName: Bank.accountDidChangeNotification, object: bank, queue: nil
+        ) { [counted] _ in counted.add(1) }
+    }
+
+    var count: Int { counted.count }
+
+    func stop() {
+        if let observer { NotificationCenter.default.removeObserver(observer) }
+    }
+}
+
+/// Runs `body` on a new thread, so that blocking calls don't tie up the cooperative pool.
+private func onThread<R: Sendable>(_ body: @escaping @Sendable () -> R) async -> R {
+    await withCheckedContinuation { continuation in
+        Thread { continuation.resume(returning: body()) }.start()
+    }
+}

@@ -1,0 +1,103 @@
+import ArgumentParser
+import Banking
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+@main
+struct BankCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bank",
+        abstract: "Exercise a thread-safe Bank.",
+        subcommands: [Simulate.self],
+        defaultSubcommand: Simulate.self
+    )
+}
+
+extension Simulation.ConcurrencyChoice: ExpressibleByArgument {}
+
+struct Simulate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run random operations on many threads, then check that no money appeared or vanished.",
+        discussion: "Exits 0 when every check holds, 1 when one fails, 64 for bad arguments."
+    )
+
+    @Option(help: "Accounts to open before the threads start.")
+    var accounts = 1_000
+
+    @Option(help: "Threads making operations at once.")
+    var threads = 4
+
+    @Option(help: "Operations in all, shared out between the threads.")
+    var operations = 200_000
+
+    @Option(help: "How the bank shares its ledger: serial or readers-writer.")
+    var concurrency = Simulation.ConcurrencyChoice.serial
+
+    @Option(help: "Seed for the random choices.")
+    var seed: UInt64 = 42
+
+    @Flag(help: "Print the report as JSON.")
+    var json = false
+
+    func validate() throws {
+        guard (1...10_000_000).contains(accounts) else {
+            throw ValidationError("--accounts must be between 1 and 10000000, not \(accounts).")
+        }
+        guard (1...256).contains(threads) else {
+            throw ValidationError("--threads must be between 1 and 256, not \(threads).")
+        }
+        guard (0...1_000_000_000).contains(operations) else {
+            throw ValidationError("--operations must be between 0 and 1000000000, not \(operations).")
+        }
+    }
+
+    func run() async throws {
+        let simulation = Simulation(
+            configuration: .init(
+                accounts: accounts, threads: threads, operations: operations, concurrency: concurrency, seed: seed))
+        let progress = ProgressDisplay(onTerminal: isatty(STDERR_FILENO) == 1)
+        let report = await simulation.run(notificationQueue: .main) { done, total in progress.show(done, of: total) }
+        progress.finish()
+        print(json ? report.json : report.summary, terminator: json ? "" : "\n")
+        if !report.passed { throw ExitCode.failure }
+    }
+}
+
+/// Progress on standard error: a bar redrawn in place on a terminal, a plain line every second
+/// otherwise (so logs stay readable).
+final class ProgressDisplay: @unchecked Sendable {
+    // @unchecked: `lastPlainLine` is only touched from `show`, which the simulation calls from one
+    // task at a time.
+    private let onTerminal: Bool
+    private var lastPlainLine = ContinuousClock.now
+
+    init(onTerminal: Bool) {
+        self.onTerminal = onTerminal
+    }
+
+    func show(_ done: Int, of total: Int) {
+        let fraction = total == 0 ? 1 : Double(done) / Double(total)
+        if onTerminal {
+            let width = 40
+            let filled = Int((fraction * Double(width)).rounded(.down))
+            let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
+            write("\r[\(bar)] \(Int((fraction * 100).rounded(.down)))% \(done)/\(total)")
+        } else if ContinuousClock.now - lastPlainLine >= .seconds(1) || done == total {
+            lastPlainLine = ContinuousClock.now
+            write("progress: \(done)/\(total) operations (\(Int((fraction * 100).rounded(.down)))%)\n")
+        }
+    }
+
+    func finish() {
+        if onTerminal { write("\n") }
+    }
+
+    private func write(_ text: String) {
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+}
