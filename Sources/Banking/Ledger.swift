@@ -76,6 +76,7 @@ struct Ledger: Sendable {
         let sourceOld = balances[source.index]
         let destinationOld = balances[destination.index]
         guard sourceOld >= amount else { throw .insufficientFunds(source, balance: sourceOld, requested: amount) }
+        // Can't happen while the total fits (both balances are part of it); checked all the same.
         guard let destinationNew = destinationOld.adding(amount) else { throw .overflow }
         let sourceNew = Money(minorUnits: sourceOld.minorUnits - amount.minorUnits)
         balances[source.index] = sourceNew

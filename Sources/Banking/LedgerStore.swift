@@ -29,7 +29,8 @@ enum LedgerStore: Sendable {
         _ body: (inout Ledger, inout Outbox) throws(BankError) -> R
     ) throws(BankError) -> R {
         switch self {
-        case .serial(let ledger): try ledger.access { (state, outbox) throws(BankError) -> R in try body(&state, &outbox) }
+        case .serial(let ledger):
+            try ledger.access { (state, outbox) throws(BankError) -> R in try body(&state, &outbox) }
         case .readersWriter(let ledger): try ledger.write(body)
         }
     }

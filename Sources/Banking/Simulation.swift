@@ -138,7 +138,9 @@ public struct Simulation: Sendable {
         let expectedNotifications = configuration.accounts + tally.changes
         // Everything was committed; wait for the announcements still on their way.
         let deadline = ContinuousClock.now + .seconds(30)
-        while counter.count < expectedNotifications || tally.asyncTotalsRequested > totalsDelivered.count, ContinuousClock.now < deadline {
+        while counter.count < expectedNotifications || tally.asyncTotalsRequested > totalsDelivered.count,
+            ContinuousClock.now < deadline
+        {
             try? await Task.sleep(for: .milliseconds(5))
         }
         // Anything extra would arrive about now.
@@ -161,7 +163,9 @@ public struct Simulation: Sendable {
         let totalWeight = Operation.allCases.reduce(0) { $0 + $1.weight }
         for step in 0..<operations {
             var pick = Int.random(in: 0..<totalWeight, using: &random)
-            let operation = Operation.allCases.first { pick -= $0.weight; return pick < 0 }!
+            let operation = Operation.allCases.first {
+                pick -= $0.weight; return pick < 0
+            }!
             let account = accounts.randomElement(using: &random)!
             let amount = Money(minorUnits: Int64.random(in: 1...50_000, using: &random))
             tally.counts[operation, default: 0] += 1

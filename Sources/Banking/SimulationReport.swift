@@ -84,7 +84,9 @@ extension Simulation {
             lines.append("")
             lines.append("Operations:")
             for operation in Simulation.Operation.allCases {
-                lines.append("  \(operation.rawValue.padding(toLength: 12, withPad: " ", startingAt: 0)) \(counts[operation.rawValue] ?? 0)")
+                lines.append(
+                    "  \(operation.rawValue.padding(toLength: 12, withPad: " ", startingAt: 0)) \(counts[operation.rawValue] ?? 0)"
+                )
             }
             lines.append("Rejected:")
             if rejections.isEmpty { lines.append("  none") }

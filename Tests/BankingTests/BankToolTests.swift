@@ -1,0 +1,84 @@
+import Foundation
+import Testing
+
+/// End-to-end: the built `bank` executable, its output and its exit codes.
+@Suite("bank tool")
+struct BankToolTests {
+    /// The `bank` executable next to this test binary (SwiftPM builds it because the tests depend on it).
+    private static let executable: URL = {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("bank")
+    }()
+
+    private struct Run {
+        let status: Int32
+        let output: String
+        let errors: String
+    }
+
+    private func bank(_ arguments: String...) throws -> Run {
+        let process = Process()
+        process.executableURL = Self.executable
+        process.arguments = arguments
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let outputData = output.fileHandleForReading.readDataToEndOfFile()
+        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Run(
+            status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
+            errors: String(decoding: errorData, as: UTF8.self))
+    }
+
+    @Test func simulatePrintsAReportAndExitsZero() throws {
+        let run = try bank("simulate", "--accounts", "40", "--threads", "3", "--operations", "5000")
+        #expect(run.status == 0, "\(run.errors)")
+        #expect(run.output.contains("Simulated 5000 operations on 40 accounts with 3 threads"))
+        #expect(run.output.contains("operations per second"))
+        #expect(run.output.contains("[ok] money is conserved"))
+        #expect(run.output.contains("All checks passed."))
+        // Not a terminal: plain progress lines on standard error, no carriage returns.
+        #expect(run.errors.contains("progress: 5000/5000 operations (100%)"))
+        #expect(!run.errors.contains("\r"))
+    }
+
+    @Test func simulateIsTheDefaultSubcommand() throws {
+        let run = try bank("--accounts", "5", "--operations", "100", "--concurrency", "readers-writer")
+        #expect(run.status == 0, "\(run.errors)")
+        #expect(run.output.contains("readers-writer ledger"))
+    }
+
+    @Test func jsonReportIsValidJSON() throws {
+        let run = try bank("simulate", "--accounts", "10", "--operations", "2000", "--json", "--seed", "9")
+        #expect(run.status == 0, "\(run.errors)")
+        let json = try JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any]
+        #expect(json?["passed"] as? Bool == true)
+        #expect((json?["configuration"] as? [String: Any])?["seed"] as? Int == 9)
+        #expect(json?["operationsPerSecond"] is Double)
+    }
+
+    @Test(arguments: [
+        ["simulate", "--accounts", "0"],
+        ["simulate", "--threads", "0"],
+        ["simulate", "--operations", "-1"],
+        ["simulate", "--concurrency", "parallel"],
+        ["simulate", "--seed", "minus one"],
+        ["simulate", "--bogus"],
+        ["withdraw"],
+    ])
+    func badArgumentsExit64WithAMessage(arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = Self.executable
+        process.arguments = arguments
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = Pipe()
+        try process.run()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 64)
+        #expect(message.contains("Error:"))
+    }
+}

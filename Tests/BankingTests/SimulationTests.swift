@@ -1,0 +1,63 @@
+import Dispatch
+import Foundation
+import Testing
+
+@testable import Banking
+
+@Suite("Simulation")
+struct SimulationTests {
+    @Test(arguments: Simulation.ConcurrencyChoice.allCases)
+    func aSimulationPassesEveryCheck(concurrency: Simulation.ConcurrencyChoice) async throws {
+        let simulation = Simulation(
+            configuration: .init(accounts: 50, threads: 3, operations: 20_000, concurrency: concurrency, seed: 1))
+        let report = await simulation.run(notificationQueue: DispatchQueue(label: "simulation"))
+        #expect(report.passed, "\(report.summary)")
+        #expect(report.counts.values.reduce(0, +) == 20_000)
+        #expect(report.counts["transfer"]! > report.counts["deposit"]!)
+        #expect(report.checks.count == 5)
+        #expect(report.summary.contains("All checks passed."))
+    }
+
+    @Test func reportsProgressUpToTheEnd() async {
+        let seen = Recorder()
+        let simulation = Simulation(configuration: .init(accounts: 10, threads: 2, operations: 5_000))
+        _ = await simulation.run(notificationQueue: DispatchQueue(label: "simulation")) { done, total in
+            seen.record(done, total)
+        }
+        let last = seen.values.last
+        #expect(last?.0 == 5_000 && last?.1 == 5_000)
+        #expect(seen.values.map(\.0) == seen.values.map(\.0).sorted())
+    }
+
+    @Test func theJSONReportDecodesAndSaysWhetherItPassed() async throws {
+        let simulation = Simulation(configuration: .init(accounts: 5, threads: 2, operations: 1_000))
+        let report = await simulation.run(notificationQueue: DispatchQueue(label: "simulation"))
+        let json = try JSONSerialization.jsonObject(with: Data(report.json.utf8)) as? [String: Any]
+        #expect(json?["passed"] as? Bool == true)
+        let decoded = try JSONDecoder().decode(Simulation.Report.self, from: Data(report.json.utf8))
+        #expect(decoded == report)
+    }
+
+    @Test func aFailedCheckFailsTheReport() async throws {
+        // The checks are real: a bank whose money doesn't add up is reported as failed.
+        let bank = Bank(notificationQueue: DispatchQueue(label: "simulation"))
+        let account = try bank.openAccount(initialBalance: .amount("10.00"))
+        var tally = Tally()
+        tally.deposits = 1  // claims a deposit that never happened
+        let report = Simulation.Report(
+            configuration: .init(accounts: 1, threads: 1, operations: 0), bank: bank, accounts: [account],
+            openingTotal: .amount("10.00"), tally: tally, notifications: 1, expectedNotifications: 1,
+            totalsDelivered: 0, elapsed: .seconds(1))
+        #expect(!report.passed)
+        #expect(report.checks.first { !$0.passed }?.name == "money is conserved")
+        #expect(report.summary.contains("[FAILED] money is conserved"))
+    }
+}
+
+private final class Recorder: @unchecked Sendable {
+    // @unchecked: `pairs` is only touched while `lock` is held.
+    private let lock = NSLock()
+    private var pairs: [(Int, Int)] = []
+    func record(_ done: Int, _ total: Int) { lock.withLock { pairs.append((done, total)) } }
+    var values: [(Int, Int)] { lock.withLock { pairs } }
+}

@@ -1,0 +1,60 @@
+import Banking
+import Dispatch
+import Foundation
+import Synchronization
+
+extension Money {
+    /// Test shorthand: `.amount("12.34")`.
+    static func amount(_ text: String) -> Money { Money(text)! }
+}
+
+/// Collects the bank's notifications as they are delivered.
+final class ChangeRecorder: @unchecked Sendable {
+    // @unchecked: `changes` is only touched while `lock` is held; `observer` is set once in init.
+    private let lock = NSLock()
+    private var changes: [AccountChange] = []
+    private var observer: (any NSObjectProtocol)?
+    private let onChange: @Sendable (AccountChange) -> Void
+
+    init(bank: Bank, onChange: @escaping @Sendable (AccountChange) -> Void = { _ in }) {
+        self.onChange = onChange
+        observer = NotificationCenter.default.addObserver(
+            forName: Bank.accountDidChangeNotification, object: bank, queue: nil
+        ) { [weak self] notification in
+            guard let self, let change = notification.userInfo?[Bank.changeKey] as? AccountChange else { return }
+            lock.withLock { changes.append(change) }
+            self.onChange(change)
+        }
+    }
+
+    deinit {
+        if let observer { NotificationCenter.default.removeObserver(observer) }
+    }
+
+    var recorded: [AccountChange] { lock.withLock { changes } }
+
+    /// Waits until `count` notifications have arrived (or ten seconds passed).
+    func waitFor(_ count: Int) async -> [AccountChange] {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while recorded.count < count, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        return recorded
+    }
+}
+
+/// Runs `body(index)` on `count` new threads started together; returns when all are done.
+func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) async {
+    let ready = Atomic<Int>(0)
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        let finished = Atomic<Int>(0)
+        for index in 0..<count {
+            Thread {
+                ready.add(1, ordering: .sequentiallyConsistent)
+                while ready.load(ordering: .sequentiallyConsistent) < count { sched_yield() }
+                body(index)
+                if finished.add(1, ordering: .sequentiallyConsistent).newValue == count { continuation.resume() }
+            }.start()
+        }
+    }
+}
