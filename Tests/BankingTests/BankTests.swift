@@ -103,7 +103,8 @@ struct BankTests {
             try bank.transferMoneyAmount(.amount("1.00"), from: stranger, to: rich)
         }
         expectRefusal(.overflow) { try full.addMoney(Money(minorUnits: .max)) }
-        expectRefusal(.overflow) { try poor.addMoney(Money(minorUnits: .max - 5_000)) }  // only the total would overflow
+        // Only the total would overflow here, not the balance.
+        expectRefusal(.overflow) { try poor.addMoney(Money(minorUnits: .max - 5_000)) }
         expectRefusal(.overflow) { _ = try bank.openAccount(initialBalance: Money(minorUnits: .max)) }
         expectRefusal(.invalidAmount(.amount("-1.00"))) { _ = try bank.openAccount(initialBalance: .amount("-1.00")) }
     }
