@@ -19,7 +19,16 @@ let package = Package(
             ],
             path: "Benchmarks/ExclusionBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        )
+        ),
+        .executableTarget(
+            name: "BankingBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Banking", package: "Exclusion"),
+            ],
+            path: "Benchmarks/BankingBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

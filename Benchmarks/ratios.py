@@ -27,6 +27,20 @@ ROWS = [
     ("`accessAsync` per block vs `DispatchQueue.async`", "Exclusive.accessAsync, submit all then wait",
      "peer: DispatchQueue.async, submit all then wait", "time", "≤ 0.5×"),
     ("`await access` vs actor method call", "await Exclusive.access", "peer: actor method call", "time", "≤ 1.5×"),
+    ("Bank transfer (notifications on) speed-up over textbook", "Bank transfer", "peer: textbook transfer",
+     "speedup", "≥ 5×"),
+    ("Bank transfer speed-up over textbook, 2 threads", "Bank transfer, 2 threads",
+     "peer: textbook transfer, 2 threads", "speedup", "≥ 5×"),
+    ("90 % reads, 2 threads: readers-writer ledger vs serial", "Bank 90% reads, 2 threads, readersWriter",
+     "Bank 90% reads, 2 threads, serial", "time", "—"),
+    ("1M accounts: `totalBalanceInAllAccounts` vs one transfer (upper bound of hold time)",
+     "Bank totalBalanceInAllAccounts, 1M accounts", "Bank transfer, 1M accounts", "time", "≤ 2×"),
+]
+
+# Absolute times worth a line of their own.
+SINGLES = [
+    ("1M accounts: `totalBalance(deliverOn:)` to completion", "Bank totalBalance(deliverOn:) to completion, 1M accounts"),
+    ("1M accounts: one balance read", "Bank balance read, 1M accounts"),
 ]
 
 
@@ -53,6 +67,9 @@ def main():
             continue
         ratio = times[ours] / times[peer] if kind == "time" else times[peer] / times[ours]
         print(f"| {what} | {times[ours]:g} | {times[peer]:g} | {ratio:.2f}× | {target} |")
+    for what, name in SINGLES:
+        if name in times:
+            print(f"| {what} | {times[name]:g} | | | |")
     allocations = medians(output, "Malloc (total)")
     ours = [f"{name} {count:g}" for name, count in sorted(allocations.items()) if not name.startswith("peer")]
     print("\nHeap allocations per operation (median): " + "; ".join(ours) + ".")

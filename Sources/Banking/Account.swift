@@ -31,7 +31,7 @@ public final class Account: Sendable {
     /// - Throws: ``BankError/invalidAmount(_:)`` unless `amount` is positive,
     ///   ``BankError/accountClosed(_:)``, or ``BankError/overflow``. Nothing changes when it throws.
     public func addMoney(_ amount: Money) throws(BankError) {
-        try bank.commit { (ledger: inout Ledger) throws(BankError) in [try ledger.deposit(amount, into: id)] }
+        try bank.commit { (ledger: inout Ledger) throws(BankError) in (try ledger.deposit(amount, into: id), nil) }
     }
 
     /// Takes `amount` out; the balance never goes below zero.
@@ -40,7 +40,7 @@ public final class Account: Sendable {
     ///   ``BankError/accountClosed(_:)``, or ``BankError/insufficientFunds(_:balance:requested:)``.
     ///   Nothing changes when it throws.
     public func subtractMoney(_ amount: Money) throws(BankError) {
-        try bank.commit { (ledger: inout Ledger) throws(BankError) in [try ledger.withdraw(amount, from: id)] }
+        try bank.commit { (ledger: inout Ledger) throws(BankError) in (try ledger.withdraw(amount, from: id), nil) }
     }
 
     /// Closes the account and pays out its balance.
@@ -48,8 +48,8 @@ public final class Account: Sendable {
     /// - Returns: The balance paid out.
     /// - Throws: ``BankError/accountClosed(_:)`` if the account is closed already.
     public func closeAccount() throws(BankError) -> Money {
-        let changes = try bank.commit { (ledger: inout Ledger) throws(BankError) in [try ledger.close(id)] }
-        return changes[0].oldBalance
+        let change = try bank.commit { (ledger: inout Ledger) throws(BankError) in (try ledger.close(id), nil) }
+        return change.oldBalance
     }
 }
 

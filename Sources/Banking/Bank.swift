@@ -60,10 +60,10 @@ public final class Bank: Sendable {
     /// - Throws: ``BankError/invalidAmount(_:)`` for a negative balance, ``BankError/overflow`` if
     ///   the bank's total would overflow.
     public func openAccount(initialBalance: Money = .zero) throws(BankError) -> Account {
-        let changes = try commit { (ledger: inout Ledger) throws(BankError) in
-            [try ledger.open(initialBalance: initialBalance)]
+        let change = try commit { (ledger: inout Ledger) throws(BankError) in
+            (try ledger.open(initialBalance: initialBalance), nil)
         }
-        return Account(id: changes[0].account, bank: self)
+        return Account(id: change.account, bank: self)
     }
 
     /// Every account of the bank, in opening order, closed ones included.
@@ -107,7 +107,7 @@ public final class Bank: Sendable {
         try checkOwnership(destination)
         try commit { (ledger: inout Ledger) throws(BankError) in
             let (debit, credit) = try ledger.transfer(amount, from: source.id, to: destination.id)
-            return [debit, credit]
+            return (debit, credit)
         }
     }
 
@@ -117,20 +117,42 @@ public final class Bank: Sendable {
 
     // MARK: - Committing changes
 
-    /// Applies a change to the ledger and posts a notification per changed account, after the
-    /// ledger is released, in commit order.
+    /// Applies a change to the ledger and has each changed account announced, in commit order,
+    /// after the ledger is released.
+    ///
+    /// - Returns: The first change, for callers that need to know what happened.
     @discardableResult
-    func commit(_ change: (inout Ledger) throws(BankError) -> [AccountChange]) throws(BankError) -> [AccountChange] {
-        try store.change { (ledger, outbox) throws(BankError) -> [AccountChange] in
-            let changes = try change(&ledger)
-            for accountChange in changes {
-                outbox.post(on: notificationQueue) { [self] in
-                    NotificationCenter.default.post(
-                        name: Bank.accountDidChangeNotification, object: self,
-                        userInfo: [Bank.changeKey: accountChange])
-                }
+    func commit(
+        _ change: (inout Ledger) throws(BankError) -> (AccountChange, AccountChange?)
+    ) throws(BankError) -> AccountChange {
+        var mustAnnounce = false
+        let first = try store.change { (ledger) throws(BankError) -> AccountChange in
+            let (first, second) = try change(&ledger)
+            mustAnnounce = ledger.announce(first, second)
+            return first
+        }
+        if mustAnnounce { notificationQueue.async { self.announceChanges() } }
+        return first
+    }
+
+    /// One announcement round, on the notification queue: posts what is waiting, batch by batch,
+    /// until nothing is.
+    ///
+    /// Main-thread gravity without a dispatch per change. Commits record their changes in the
+    /// ledger itself (so their order is the commit order), and only the commit that finds no round
+    /// running starts one. Taking a batch out of the ledger is itself an access, so the commits
+    /// that recorded it have all released the ledger by then: no notification is ever posted while
+    /// the ledger is held, and an observer may call back into the bank.
+    private func announceChanges() {
+        var batch: [AccountChange] = []
+        while true {
+            store.change { $0.takeUnannounced(into: &batch) }
+            if batch.isEmpty { return }
+            for change in batch {
+                NotificationCenter.default.post(
+                    name: Bank.accountDidChangeNotification, object: self, userInfo: [Bank.changeKey: change])
             }
-            return changes
+            batch.removeAll(keepingCapacity: true)
         }
     }
 }

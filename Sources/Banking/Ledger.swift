@@ -15,6 +15,10 @@ struct Ledger: Sendable {
     private var closed: [Bool] = []
     /// The sum of all balances, kept up to date with every change, so asking for it is O(1).
     private(set) var total = Money.zero
+    /// Committed changes not yet announced, in commit order.
+    private var unannounced: [AccountChange] = []
+    /// Whether an announcement round is scheduled or running.
+    private var isAnnouncing = false
 
     var accountCount: Int { balances.count }
 
@@ -85,6 +89,25 @@ struct Ledger: Sendable {
             AccountChange(account: source, oldBalance: sourceOld, newBalance: sourceNew, isClosed: false),
             AccountChange(account: destination, oldBalance: destinationOld, newBalance: destinationNew, isClosed: false)
         )
+    }
+
+    // MARK: - Announcements
+
+    /// Records one commit's changes for announcement, in commit order; returns whether the caller
+    /// must start an announcement round once it has released the ledger.
+    mutating func announce(_ first: AccountChange, _ second: AccountChange?) -> Bool {
+        unannounced.append(first)
+        if let second { unannounced.append(second) }
+        if isAnnouncing { return false }
+        isAnnouncing = true
+        return true
+    }
+
+    /// Swaps the changes waiting for announcement into `batch` (which must be empty); when none
+    /// are waiting, the announcement round is over.
+    mutating func takeUnannounced(into batch: inout [AccountChange]) {
+        swap(&batch, &unannounced)
+        if batch.isEmpty { isAnnouncing = false }
     }
 
     // MARK: - Checks

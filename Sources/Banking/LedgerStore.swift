@@ -24,13 +24,10 @@ enum LedgerStore: Sendable {
         }
     }
 
-    /// Changes the ledger, alone; what the body posts to the outbox runs after the ledger is released.
-    func change<R: Sendable>(
-        _ body: (inout Ledger, inout Outbox) throws(BankError) -> R
-    ) throws(BankError) -> R {
+    /// Changes the ledger, alone.
+    func change<R: Sendable, E: Error>(_ body: (inout Ledger) throws(E) -> R) throws(E) -> R {
         switch self {
-        case .serial(let ledger):
-            try ledger.access { (state, outbox) throws(BankError) -> R in try body(&state, &outbox) }
+        case .serial(let ledger): try ledger.access { (state) throws(E) -> R in try body(&state) }
         case .readersWriter(let ledger): try ledger.write(body)
         }
     }

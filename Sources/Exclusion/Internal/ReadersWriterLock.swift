@@ -34,7 +34,7 @@ final class _ReadersWriterLock: @unchecked Sendable {
     @usableFromInline typealias ReadTicket = Int
     @usableFromInline static var slowPath: ReadTicket { -1 }
 
-    @usableFromInline static var slotCount: Int { 64 }
+    @usableFromInline static var slotCount: Int { 16 }
     @usableFromInline static var slotStride: Int { 128 }  // two cache lines: adjacent-line prefetch can't couple slots
 
     @usableFromInline let _underlying: UnsafeMutablePointer<pthread_rwlock_t>

@@ -1,0 +1,142 @@
+import Banking
+import Benchmark
+import Dispatch
+import Foundation
+import Synchronization
+
+// The Bank against the textbook design, with notifications on in both, posted to a private serial
+// queue (nothing services the main queue in a benchmark). One iteration is a million operations,
+// so each time is per operation; building the bank is setup, not measured.
+
+let accountCount = 1_000
+
+func makeBank(_ concurrency: Bank.Concurrency, accounts: Int = accountCount) -> (Bank, [Account]) {
+    let notifications = DispatchQueue(label: "notifications")
+    let bank = Bank(concurrency: concurrency, notificationQueue: notifications)
+    let opened = (0..<accounts).map { _ in try! bank.openAccount(initialBalance: Money(minorUnits: 1_000_000)) }
+    notifications.sync {}  // the opening notifications are delivered before anything is measured
+    return (bank, opened)
+}
+
+/// Runs `body(thread, iterations)` on `count` threads started together; returns when all are done.
+func onThreads(_ count: Int, iterations: Int, _ body: @escaping @Sendable (Int, Int) -> Void) {
+    let group = DispatchGroup()
+    let ready = Atomic<Int>(0)
+    for thread in 0..<count {
+        group.enter()
+        Thread {
+            ready.add(1, ordering: .sequentiallyConsistent)
+            while ready.load(ordering: .sequentiallyConsistent) < count { sched_yield() }
+            body(thread, iterations / count)
+            group.leave()
+        }.start()
+    }
+    group.wait()
+}
+
+/// A cheap, deterministic account pair for step `step` of thread `thread`.
+@inline(__always)
+func pair(_ step: Int, _ thread: Int) -> (Int, Int) {
+    let source = (step &* 7 &+ thread &* 13) % accountCount
+    return (source, (source &+ 1 &+ step % 97) % accountCount)
+}
+
+let benchmarks: @Sendable () -> Void = {
+    Benchmark.defaultConfiguration = .init(
+        metrics: [.wallClock], timeUnits: .nanoseconds, scalingFactor: .mega, maxDuration: .seconds(3),
+        maxIterations: 5)
+
+    // MARK: - Transfers with notifications
+
+    for threads in [1, 2] {
+        let suffix = threads == 1 ? "" : ", 2 threads"
+        Benchmark("Bank transfer\(suffix)") { benchmark in
+            let (bank, accounts) = makeBank(.serial)
+            let amount = Money(minorUnits: 1)
+            benchmark.startMeasurement()
+            onThreads(threads, iterations: benchmark.scaledIterations.count) { thread, count in
+                for step in 0..<count {
+                    let (from, to) = pair(step, thread)
+                    try? bank.transferMoneyAmount(amount, from: accounts[from], to: accounts[to])
+                }
+            }
+        }
+        Benchmark("peer: textbook transfer\(suffix)") { benchmark in
+            let bank = TextbookBank(
+                accounts: accountCount, balance: 1_000_000, notificationQueue: DispatchQueue(label: "notifications"))
+            benchmark.startMeasurement()
+            onThreads(threads, iterations: benchmark.scaledIterations.count) { thread, count in
+                for step in 0..<count {
+                    let (from, to) = pair(step, thread)
+                    _ = bank.transfer(1, from: from, to: to)
+                }
+            }
+        }
+    }
+
+    // MARK: - 90 % reads, two threads
+
+    for (name, concurrency) in [("serial", Bank.Concurrency.serial), ("readersWriter", .readersWriter)] {
+        Benchmark("Bank 90% reads, 2 threads, \(name)") { benchmark in
+            let (bank, accounts) = makeBank(concurrency)
+            let amount = Money(minorUnits: 1)
+            benchmark.startMeasurement()
+            onThreads(2, iterations: benchmark.scaledIterations.count) { thread, count in
+                for step in 0..<count {
+                    let (from, to) = pair(step, thread)
+                    if step % 10 == 0 {
+                        try? bank.transferMoneyAmount(amount, from: accounts[from], to: accounts[to])
+                    } else {
+                        blackHole(accounts[from].balance)
+                    }
+                }
+            }
+        }
+    }
+
+    // MARK: - Totals over a million accounts
+
+    Benchmark(
+        "Bank totalBalanceInAllAccounts, 1M accounts",
+        configuration: .init(metrics: [.wallClock], timeUnits: .nanoseconds, scalingFactor: .kilo, maxIterations: 1_000)
+    ) { benchmark in
+        let (bank, _) = millionAccountBank
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations { blackHole(bank.totalBalanceInAllAccounts) }
+    }
+    Benchmark(
+        "Bank balance read, 1M accounts",
+        configuration: .init(metrics: [.wallClock], timeUnits: .nanoseconds, scalingFactor: .kilo, maxIterations: 1_000)
+    ) { benchmark in
+        let (_, accounts) = millionAccountBank
+        benchmark.startMeasurement()
+        for step in benchmark.scaledIterations { blackHole(accounts[step &* 997 % accounts.count].balance) }
+    }
+    Benchmark(
+        "Bank transfer, 1M accounts",
+        configuration: .init(metrics: [.wallClock], timeUnits: .nanoseconds, scalingFactor: .kilo, maxIterations: 1_000)
+    ) { benchmark in
+        let (bank, accounts) = millionAccountBank
+        let amount = Money(minorUnits: 1)
+        benchmark.startMeasurement()
+        for step in benchmark.scaledIterations {
+            let from = step &* 997 % accounts.count
+            try? bank.transferMoneyAmount(amount, from: accounts[from], to: accounts[(from + 1) % accounts.count])
+        }
+    }
+    Benchmark(
+        "Bank totalBalance(deliverOn:) to completion, 1M accounts",
+        configuration: .init(metrics: [.wallClock], timeUnits: .nanoseconds, scalingFactor: .one, maxIterations: 10_000)
+    ) { benchmark in
+        let (bank, _) = millionAccountBank
+        let done = DispatchSemaphore(value: 0)
+        benchmark.startMeasurement()
+        bank.totalBalance(deliverOn: completionQueue) { _ in done.signal() }
+        done.wait()
+    }
+}
+
+let completionQueue = DispatchQueue(label: "completions")
+
+/// Built once, on first use, outside any measurement.
+let millionAccountBank = makeBank(.serial, accounts: 1_000_000)
