@@ -17,6 +17,10 @@ import Foundation
 /// bank.totalBalance { total in print(total) }   // "100.00", on the main queue
 /// ```
 ///
+/// The three rules of the member-queue pattern hold by construction, not by discipline: the state
+/// that must be serialized is one type (the ledger), it is only reachable inside an access of the
+/// bank's one `Exclusive` (or `ReadersWriter`), and the ledger's methods can only touch the ledger.
+///
 /// Every operation checks before it changes anything: a thrown ``BankError`` leaves every balance,
 /// flag and the total exactly as they were.
 ///
