@@ -7,7 +7,9 @@ let package = Package(
     products: [
         .library(name: "Exclusion", targets: ["Exclusion"]),
         .library(name: "Banking", targets: ["Banking"]),
+        .library(name: "Documents", targets: ["Documents"]),
         .executable(name: "bank", targets: ["bank"]),
+        .executable(name: "docs", targets: ["docs"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -18,16 +20,22 @@ let package = Package(
         .target(name: "ExclusionShims"),
         .target(name: "Exclusion", dependencies: ["ExclusionShims"]),
         .target(name: "Banking", dependencies: ["Exclusion"]),
+        .target(name: "Documents", dependencies: ["Exclusion"]),
 
         // Tools
         .executableTarget(
             name: "bank",
             dependencies: ["Banking", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
+        .executableTarget(
+            name: "docs",
+            dependencies: ["Documents", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
 
         // Tests
         .testTarget(name: "ExclusionTests", dependencies: ["Exclusion"]),
         .testTarget(name: "BankingTests", dependencies: ["Banking", "bank"]),
+        .testTarget(name: "DocumentsTests", dependencies: ["Documents", "docs"]),
     ],
     swiftLanguageModes: [.v6]
 )

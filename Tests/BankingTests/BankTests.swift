@@ -286,7 +286,7 @@ struct BankTests {
                 if inside.add(1, ordering: .sequentiallyConsistent).newValue == 2 {
                     bothInside.store(true, ordering: .sequentiallyConsistent)
                 }
-                let deadline = ContinuousClock.now + .seconds(5)
+                let deadline = ContinuousClock.now + .seconds(60)
                 while !bothInside.load(ordering: .sequentiallyConsistent), ContinuousClock.now < deadline {
                     sched_yield()
                 }

@@ -1,8 +1,9 @@
 import Dispatch
-import Exclusion
 import Foundation
 import Synchronization
 import Testing
+
+@testable import Exclusion
 
 #if canImport(Glibc)
 import Glibc
@@ -18,12 +19,16 @@ private struct Failure: Error, Equatable {
 private protocol ReadWriteLockLike: Sendable {
     func read(_ body: () -> Void)
     func write(_ body: () -> Void)
+    /// Whether a writer has started waiting, as far as the lock lets anyone see.
+    var writerIsWaiting: Bool { get }
 }
 
 private struct RealReadersWriter: ReadWriteLockLike {
     let instance = ReadersWriter(0)
     func read(_ body: () -> Void) { instance.read { _ in body() } }
     func write(_ body: () -> Void) { instance.write { _ in body() } }
+    // A waiting writer has withdrawn the readers' fast path (nothing else has on a fresh instance).
+    var writerIsWaiting: Bool { !instance._lock._readBias.load(ordering: .sequentiallyConsistent) }
 }
 
 /// A deliberately broken variant for the starvation test: glibc's default `pthread_rwlock_t`
@@ -46,6 +51,7 @@ private final class ReaderPreferringLock: ReadWriteLockLike, @unchecked Sendable
         body()
         pthread_rwlock_unlock(lock)
     }
+    var writerIsWaiting: Bool { true }  // can't be seen; the scenario's pause has to do
 }
 
 /// Reader 1 is inside; a writer arrives and waits; reader 2 arrives after the writer. Returns the
@@ -68,11 +74,13 @@ private func starvationScenario(_ lock: some ReadWriteLockLike) async -> [String
         writerDone.raise()
     }
     try? await Task.sleep(for: .milliseconds(50))  // let the writer start waiting
+    _ = await eventually { lock.writerIsWaiting }
     onNewThread {
         lock.read { order.record("second reader") }
         secondReaderDone.raise()
     }
-    try? await Task.sleep(for: .milliseconds(50))
+    // A lock that lets the second reader in does so while the first still reads; give it the chance.
+    _ = await eventually(timeout: .seconds(1)) { secondReaderDone.isRaised }
     releaseFirstReader.raise()
     _ = await eventually { writerDone.isRaised && secondReaderDone.isRaised }
     return order.values
@@ -121,7 +129,7 @@ struct ReadersWriterTests {
         await onThreads(2) { _ in
             value.read { _ in
                 if inside.add(1, ordering: .sequentiallyConsistent).newValue == 2 { bothInside.raise() }
-                bothInside.wait(timeout: .seconds(5))
+                bothInside.wait(timeout: .seconds(60))
             }
         }
         #expect(bothInside.isRaised)

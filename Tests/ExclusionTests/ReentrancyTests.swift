@@ -101,7 +101,7 @@ struct ReentrancyTests {
     @Test func accessInsideAnAsyncAccessBody() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             accessInAccessAsync()
-            try await Task.sleep(for: .seconds(10))
+            try await Task.sleep(for: .seconds(120))  // the access stops the process long before
         }
         expectReentrancyMessage(result, type: "Exclusive<Ledger>", label: "bank ledger", attempted: "access")
     }
@@ -109,7 +109,7 @@ struct ReentrancyTests {
     @Test func accessInsideAnAsyncAccessWithCompletion() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             accessInAccessAsyncWithCompletion()
-            try await Task.sleep(for: .seconds(10))
+            try await Task.sleep(for: .seconds(120))  // the access stops the process long before
         }
         expectReentrancyMessage(result, type: "Exclusive<Ledger>", label: "bank ledger", attempted: "access")
     }
@@ -157,7 +157,7 @@ struct ReentrancyTests {
     @Test func readInsideAnAsyncWriteBody() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             readInWriteAsync()
-            try await Task.sleep(for: .seconds(10))
+            try await Task.sleep(for: .seconds(120))  // the access stops the process long before
         }
         expectReentrancyMessage(
             result, type: "ReadersWriter<Array<String>>", label: "document index", attempted: "read")
@@ -166,7 +166,7 @@ struct ReentrancyTests {
     @Test func writeInsideAnAsyncReadBody() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             writeInReadAsync()
-            try await Task.sleep(for: .seconds(10))
+            try await Task.sleep(for: .seconds(120))  // the access stops the process long before
         }
         expectReentrancyMessage(
             result, type: "ReadersWriter<Array<String>>", label: "document index", attempted: "write")

@@ -35,7 +35,7 @@ final class ChangeRecorder: @unchecked Sendable {
 
     /// Waits until `count` notifications have arrived (or ten seconds passed).
     func waitFor(_ count: Int) async -> [AccountChange] {
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(60)
         while recorded.count < count, ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(2))
         }

@@ -30,7 +30,7 @@ func onNewThread(_ body: @escaping @Sendable () -> Void) {
 }
 
 /// Waits (without blocking a test thread for long) until `condition` holds; false after `timeout`.
-func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
+func eventually(timeout: Duration = .seconds(60), _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while !condition() {
         if ContinuousClock.now > deadline { return false }
@@ -39,12 +39,17 @@ func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async
     return true
 }
 
-/// Spins on a real thread until `condition` holds or `timeout` passes; returns whether it held.
-func spin(until condition: () -> Bool, timeout: Duration = .seconds(10)) -> Bool {
+/// Waits on a real thread until `condition` holds or `timeout` passes; returns whether it held.
+///
+/// The timeouts are generous on purpose: under ThreadSanitizer, with the whole suite running on two
+/// cores, a thread can wait seconds for its turn.
+func spin(until condition: () -> Bool, timeout: Duration = .seconds(60)) -> Bool {
     let deadline = ContinuousClock.now + timeout
+    var rounds = 0
     while !condition() {
         if ContinuousClock.now > deadline { return false }
-        sched_yield()
+        rounds += 1
+        if rounds < 100 { sched_yield() } else { usleep(100) }
     }
     return true
 }
@@ -56,7 +61,7 @@ final class Flag: Sendable {
     var isRaised: Bool { _value.load(ordering: .sequentiallyConsistent) }
     /// Spins until raised; returns false after `timeout`.
     @discardableResult
-    func wait(timeout: Duration = .seconds(10)) -> Bool { spin(until: { isRaised }, timeout: timeout) }
+    func wait(timeout: Duration = .seconds(60)) -> Bool { spin(until: { isRaised }, timeout: timeout) }
 }
 
 // Test-side helpers guard their state with NSLock, not `Synchronization.Mutex`: on Linux the

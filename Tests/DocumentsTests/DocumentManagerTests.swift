@@ -1,0 +1,205 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Documents
+
+private let xml = Data("<doc><title> Plan A </title><p>one two <b>three</b></p></doc>".utf8)
+private let json = Data(#"{"title": "Jay", "body": ["x y", {"deep": "z"}], "n": 3}"#.utf8)
+private let text = Data("hello world\nagain".utf8)
+
+@Suite("DocumentManager")
+struct DocumentManagerTests {
+    // MARK: - The registry
+
+    @Test func addedNamesAreListedInOrderAndTheEmptyNameIsIgnored() {
+        let manager = DocumentManager()
+        manager.addDocumentName("b.txt")
+        manager.addDocumentName("")
+        manager.addDocumentName("a.txt")
+        manager.addDocumentName("b.txt")
+        #expect(manager.allDocs == ["b.txt", "a.txt"])  // the same thread's next read sees the adds
+        #expect(manager.info(for: "a.txt") == nil)
+    }
+
+    @Test func namesAddedFromManyThreadsAreAllThere() async {
+        let manager = DocumentManager()
+        await withTaskGroup(of: Void.self) { group in
+            for thread in 0..<4 {
+                group.addTask { for step in 0..<250 { manager.addDocumentName("doc-\(thread)-\(step).txt") } }
+            }
+        }
+        try? await Task.sleep(for: .milliseconds(50))
+        #expect(Set(manager.allDocs).count == 1_000)
+    }
+
+    @Test func readsRunSideBySide() async {
+        let manager = DocumentManager()
+        let meeting = Meeting()
+        await onThreads(2) { _ in
+            manager.index.read { _ in meeting.arriveAndWaitForTheOther() }
+        }
+        #expect(meeting.bothArrived)
+    }
+
+    // MARK: - Saving, reading, removing
+
+    @Test(arguments: [false, true])
+    func saveInfoContentsAndRemove(onDisk: Bool) async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let manager = onDisk ? try DocumentManager(directory: folder.url) : DocumentManager()
+
+        let xmlInfo = try await manager.save(xml, as: "plan.xml")
+        #expect(
+            xmlInfo == DocumentInfo(name: "plan.xml", format: .xml, byteCount: xml.count, title: "Plan A", wordCount: 5)
+        )
+        let jsonInfo = try await manager.save(json, as: "jay.json")
+        #expect(jsonInfo.title == "Jay")
+        #expect(jsonInfo.wordCount == 4)
+        let textInfo = try await manager.save(text, as: "notes.md")
+        #expect(
+            textInfo == DocumentInfo(name: "notes.md", format: .text, byteCount: text.count, title: nil, wordCount: 3))
+
+        #expect(manager.allDocs == ["plan.xml", "jay.json", "notes.md"])
+        #expect(manager.info(for: "jay.json") == jsonInfo)
+        #expect(try await manager.contents(of: "plan.xml") == xml)
+
+        try await manager.remove("jay.json")
+        #expect(manager.allDocs == ["plan.xml", "notes.md"])
+        #expect(manager.info(for: "jay.json") == nil)
+        await #expect(throws: DocumentError.notFound("jay.json")) { try await manager.contents(of: "jay.json") }
+        await #expect(throws: DocumentError.notFound("jay.json")) { try await manager.remove("jay.json") }
+    }
+
+    @Test func reopeningAFolderRestoresTheDocuments() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let first = try DocumentManager(directory: folder.url)
+        _ = try await first.save(xml, as: "plan.xml")
+        _ = try await first.save(text, as: "notes.txt")
+        _ = try await first.save(Data("replaced".utf8), as: "notes.txt")
+        _ = try await first.save(json, as: "gone.json")
+        try await first.remove("gone.json")
+
+        let reopened = try DocumentManager(directory: folder.url)
+        #expect(reopened.allDocs == first.allDocs)
+        for name in first.allDocs { #expect(reopened.info(for: name) == first.info(for: name)) }
+        #expect(try await reopened.contents(of: "notes.txt") == Data("replaced".utf8))
+        // Two documents, two files, and the index: nothing left over from replacing or removing.
+        #expect(folder.entries.filter { $0.hasPrefix("document-") }.count == 2)
+    }
+
+    @Test func contentsAreNeverStaleAfterSaveOrRemove() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let manager = try DocumentManager(directory: folder.url)
+        for version in 0..<20 {
+            let data = Data("version \(version)".utf8)
+            _ = try await manager.save(data, as: "log.txt")
+            #expect(try await manager.contents(of: "log.txt") == data)
+            #expect(try await manager.contents(of: "log.txt") == data)  // now from the cache
+        }
+        try await manager.remove("log.txt")
+        await #expect(throws: DocumentError.notFound("log.txt")) { try await manager.contents(of: "log.txt") }
+        _ = try await manager.save(Data("back".utf8), as: "log.txt")
+        #expect(try await manager.contents(of: "log.txt") == Data("back".utf8))
+    }
+
+    @Test func savesPostTheChangeNotificationOnTheMainQueue() async throws {
+        let manager = DocumentManager()
+        let posted = Atomic<Int>(0)
+        let observer = NotificationCenter.default.addObserver(
+            forName: DocumentManager.documentsDidChangeNotification, object: manager, queue: nil
+        ) { _ in
+            dispatchPrecondition(condition: .onQueue(.main))
+            posted.add(1, ordering: .relaxed)
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        _ = try await manager.save(text, as: "a.txt")
+        try await manager.remove("a.txt")
+        let deadline = ContinuousClock.now + .seconds(60)
+        while posted.load(ordering: .relaxed) < 2, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        let count = posted.load(ordering: .relaxed)
+        #expect(count == 2)
+    }
+
+    // MARK: - Names are not paths
+
+    @Test(arguments: [
+        "", "/", "../x.txt", "/etc/passwd", "a/b.txt", "x\u{0}.txt", ".", "..", ".hidden.txt", ".index.json",
+        String(repeating: "a", count: 252) + ".txt", String(repeating: "é", count: 126) + ".txt",
+    ])
+    func invalidNamesAreRefusedBeforeAnyFileIsTouched(name: String) async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let manager = try DocumentManager(directory: folder.url)
+        let before = folder.entries
+        await #expect(throws: DocumentError.invalidName(name)) { _ = try await manager.save(text, as: name) }
+        await #expect(throws: DocumentError.invalidName(name)) { _ = try await manager.contents(of: name) }
+        await #expect(throws: DocumentError.invalidName(name)) { try await manager.remove(name) }
+        #expect(folder.entries == before)
+        #expect(manager.allDocs.isEmpty)
+    }
+
+    @Test func theLongestValidNameIsAccepted() async throws {
+        let manager = DocumentManager()
+        let name = String(repeating: "a", count: 251) + ".txt"  // 255 bytes
+        _ = try await manager.save(text, as: name)
+        #expect(manager.allDocs == [name])
+    }
+
+    // MARK: - Bad input
+
+    @Test func badDocumentsGetTheirSpecificErrorAndChangeNothing() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let manager = try DocumentManager(directory: folder.url)
+        _ = try await manager.save(xml, as: "keep.xml")
+        let before = folder.entries
+
+        func expectMalformed(_ name: String, _ data: Data, mentioning detail: String) async {
+            do {
+                _ = try await manager.save(data, as: name)
+                Issue.record("\(name) was accepted")
+            } catch {
+                guard case .malformed(name, let reason) = error else {
+                    Issue.record("\(name): expected malformed, got \(error)")
+                    return
+                }
+                #expect(reason.contains(detail), "\(name): \(reason)")
+            }
+        }
+        await expectMalformed("truncated.xml", Data("<doc>\n<p>cut".utf8), mentioning: "line 2")
+        await expectMalformed("tags.xml", Data("<a><b></a>".utf8), mentioning: "line 1")
+        await expectMalformed("garbage.json", Data(#"{"a": 1} trailing"#.utf8), mentioning: "JSON")
+        await expectMalformed("broken.json", Data("{\n\"a\": }".utf8), mentioning: "JSON")
+        await expectMalformed("bytes.txt", Data([0x66, 0xFF, 0xFE, 0x6F]), mentioning: "UTF-8")
+        await expectMalformed("empty.txt", Data(), mentioning: "empty")
+        await expectMalformed("empty.json", Data(), mentioning: "empty")
+        await #expect(throws: DocumentError.unsupportedFormat("picture.png")) {
+            _ = try await manager.save(text, as: "picture.png")
+        }
+        await #expect(throws: DocumentError.unsupportedFormat("README")) {
+            _ = try await manager.save(text, as: "README")
+        }
+
+        #expect(folder.entries == before)
+        #expect(manager.allDocs == ["keep.xml"])
+        #expect(try await manager.contents(of: "keep.xml") == xml)
+    }
+
+    @Test func anUnreadableStoreIsAnIOError() throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let file = folder.file("not-a-folder", "x")
+        #expect(throws: DocumentError.self) { _ = try DocumentManager(directory: file) }
+        folder.file("store/.index.json", "{ not json")
+        #expect(throws: DocumentError.self) {
+            _ = try DocumentManager(directory: folder.url.appendingPathComponent("store"))
+        }
+    }
+}

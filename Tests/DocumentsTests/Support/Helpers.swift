@@ -1,0 +1,111 @@
+import Dispatch
+import Documents
+import Foundation
+import Synchronization
+
+/// A fresh folder under the temporary directory, removed with `remove()`.
+struct TemporaryFolder {
+    let url: URL
+
+    init(_ label: String = "documents") {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("\(label)-\(UUID().uuidString)")
+        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    /// Writes `text` (or raw bytes) to a file in the folder; returns its URL.
+    @discardableResult
+    func file(_ name: String, _ text: String) -> URL { file(name, bytes: Data(text.utf8)) }
+
+    @discardableResult
+    func file(_ name: String, bytes: Data) -> URL {
+        let fileURL = url.appendingPathComponent(name)
+        try! FileManager.default.createDirectory(
+            at: fileURL.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try! bytes.write(to: fileURL)
+        return fileURL
+    }
+
+    var entries: [String] { ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).sorted() }
+
+    func remove() { try? FileManager.default.removeItem(at: url) }
+}
+
+/// Records what an import reports, checking it arrives on the expected queue.
+final class RecordingDelegate: DocumentImportDelegate, @unchecked Sendable {
+    // @unchecked: every field is only touched while `lock` is held.
+    private let lock = NSLock()
+    private let queue: DispatchQueue
+    private var _imported: [DocumentInfo] = []
+    private var _failed: [(URL, DocumentError)] = []
+    private var _summaries: [ImportSummary] = []
+    private var waiter: CheckedContinuation<ImportSummary, Never>?
+
+    init(queue: DispatchQueue) {
+        self.queue = queue
+    }
+
+    var imported: [DocumentInfo] { lock.withLock { _imported } }
+    var failed: [(URL, DocumentError)] { lock.withLock { _failed } }
+    var summaries: [ImportSummary] { lock.withLock { _summaries } }
+
+    func documentManager(_ manager: DocumentManager, didImport info: DocumentInfo) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        lock.withLock { _imported.append(info) }
+    }
+
+    func documentManager(_ manager: DocumentManager, didFailToImport url: URL, error: DocumentError) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        lock.withLock { _failed.append((url, error)) }
+    }
+
+    func documentManager(_ manager: DocumentManager, didFinishImport summary: ImportSummary) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let waiter = lock.withLock {
+            _summaries.append(summary)
+            defer { self.waiter = nil }
+            return self.waiter
+        }
+        waiter?.resume(returning: summary)
+    }
+
+    /// Waits for the summary.
+    func finished() async -> ImportSummary {
+        await withCheckedContinuation { continuation in
+            let summary: ImportSummary? = lock.withLock {
+                if let first = _summaries.first { return first }
+                waiter = continuation
+                return nil
+            }
+            if let summary { continuation.resume(returning: summary) }
+        }
+    }
+}
+
+/// Two threads meet inside something: each arrives and waits (up to five seconds) for the other.
+final class Meeting: Sendable {
+    private let arrived = Atomic<Int>(0)
+
+    func arriveAndWaitForTheOther() {
+        arrived.add(1, ordering: .sequentiallyConsistent)
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !bothArrived, ContinuousClock.now < deadline { sched_yield() }
+    }
+
+    var bothArrived: Bool { arrived.load(ordering: .sequentiallyConsistent) >= 2 }
+}
+
+/// Runs `body(index)` on `count` new threads; returns when all are done.
+func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) async {
+    await withTaskGroup(of: Void.self) { group in
+        for index in 0..<count {
+            group.addTask {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    Thread {
+                        body(index)
+                        continuation.resume()
+                    }.start()
+                }
+            }
+        }
+    }
+}
