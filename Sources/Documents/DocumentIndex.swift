@@ -4,6 +4,8 @@ import Foundation
 /// known about each stored document, and where its bytes are.
 struct DocumentIndex: Sendable, Codable {
     private(set) var names: [String] = []
+    /// The names again, for asking "is it there?" in O(1). Not stored: rebuilt from `names`.
+    private var listed: Set<String> = []
     private(set) var infos: [String: DocumentInfo] = [:]
     /// The file holding each stored document's bytes, for a store on disk.
     private(set) var files: [String: String] = [:]
@@ -12,23 +14,62 @@ struct DocumentIndex: Sendable, Codable {
 
     enum CodingKeys: String, CodingKey { case names, infos, files }
 
-    mutating func addName(_ name: String) {
-        if !names.contains(name) { names.append(name) }
+    init() {}
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        names = try container.decode([String].self, forKey: .names)
+        listed = Set(names)
+        infos = try container.decode([String: DocumentInfo].self, forKey: .infos)
+        files = try container.decode([String: String].self, forKey: .files)
     }
 
-    /// Records a stored document; returns the file of the version it replaces, if any.
-    mutating func put(_ info: DocumentInfo, file: String?, contents data: Data?) -> String? {
+    func contains(_ name: String) -> Bool { listed.contains(name) }
+
+    mutating func addName(_ name: String) {
+        guard listed.insert(name).inserted else { return }
+        names.append(name)
+    }
+
+    /// What the index holds for one name, to put back if writing the index fails.
+    struct Entry {
+        fileprivate let name: String
+        fileprivate let wasListed: Bool
+        fileprivate let info: DocumentInfo?
+        fileprivate let file: String?
+        fileprivate let contents: Data?
+
+        /// The file of the version this entry describes, if any.
+        var replacedFile: String? { file }
+    }
+
+    /// Records a stored document; returns what it replaced.
+    mutating func put(_ info: DocumentInfo, file: String?, contents data: Data?) -> Entry {
+        let previous = Entry(
+            name: info.name, wasListed: contains(info.name), info: infos[info.name], file: files[info.name],
+            contents: contents[info.name])
         addName(info.name)
         infos[info.name] = info
         contents[info.name] = data
-        let replaced = files[info.name]
         files[info.name] = file
-        return replaced
+        return previous
+    }
+
+    /// Puts back what `put` replaced.
+    mutating func restore(_ entry: Entry) {
+        if !entry.wasListed {
+            names.removeAll { $0 == entry.name }
+            listed.remove(entry.name)
+        }
+        infos[entry.name] = entry.info
+        files[entry.name] = entry.file
+        contents[entry.name] = entry.contents
     }
 
     /// Forgets a document; returns its file, if it had one.
     mutating func remove(_ name: String) -> String? {
         names.removeAll { $0 == name }
+        listed.remove(name)
         infos[name] = nil
         contents[name] = nil
         return files.removeValue(forKey: name)

@@ -117,7 +117,7 @@ public final class DocumentManager: Sendable {
     public func remove(_ name: String) async throws(DocumentError) {
         try validateDocumentName(name)
         let file = try await index.write { (index) throws(DocumentError) -> String? in
-            guard index.names.contains(name) else { throw .notFound(name) }
+            guard index.contains(name) else { throw .notFound(name) }
             var updated = index
             let file = updated.remove(name)
             if let directory { try DiskStore.writeIndex(updated, in: directory) }
@@ -135,14 +135,21 @@ public final class DocumentManager: Sendable {
     func store(_ data: Data, info: DocumentInfo) throws(DocumentError) {
         let file = try directory.map { (directory) throws(DocumentError) in try DiskStore.write(data, in: directory) }
         let replaced: String?
-        do {
+        do throws(DocumentError) {
             replaced = try index.write { (index) throws(DocumentError) -> String? in
-                var updated = index
-                let replaced = updated.put(info, file: file, contents: directory == nil ? data : nil)
-                if let directory { try DiskStore.writeIndex(updated, in: directory) }
-                index = updated
+                // Changed in place (copying a large index per save would cost O(n)), and put back
+                // if the index can't be written.
+                let previous = index.put(info, file: file, contents: directory == nil ? data : nil)
+                if let directory {
+                    do throws(DocumentError) {
+                        try DiskStore.writeIndex(index, in: directory)
+                    } catch {
+                        index.restore(previous)
+                        throw error
+                    }
+                }
                 cache[info.name] = nil
-                return replaced
+                return previous.replacedFile
             }
         } catch {
             if let directory, let file { DiskStore.delete(file, in: directory) }
