@@ -74,7 +74,7 @@ private func starvationScenario(_ lock: some ReadWriteLockLike) async -> [String
         writerDone.raise()
     }
     try? await Task.sleep(for: .milliseconds(50))  // let the writer start waiting
-    _ = await eventually { lock.writerIsWaiting }
+    _ = await eventually(timeout: .seconds(2)) { lock.writerIsWaiting }  // or it waits inside the lock, unseen
     onNewThread {
         lock.read { order.record("second reader") }
         secondReaderDone.raise()
