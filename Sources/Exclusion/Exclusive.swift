@@ -141,10 +141,7 @@ extension Exclusive {
 
     @usableFromInline
     func _releaseDelivering(_ deliveries: consuming Outbox) {
-        _backlog.deliveryLock.lock()
-        _lock.unlock()
-        deliveries.flush()
-        _backlog.deliveryLock.unlock()
+        _backlog.release(handingOut: deliveries) { _lock.unlock() }
     }
 }
 

@@ -170,10 +170,7 @@ extension ReadersWriter {
 
     @usableFromInline
     func _releaseExclusiveDelivering(_ deliveries: consuming Outbox) {
-        _backlog.deliveryLock.lock()
-        _lock.unlockExclusive()
-        deliveries.flush()
-        _backlog.deliveryLock.unlock()
+        _backlog.release(handingOut: deliveries) { _lock.unlockExclusive() }
     }
 }
 
@@ -315,10 +312,7 @@ extension ReadersWriter where State: Sendable {
         if deliveries.isEmpty {
             _lock.unlockShared(ticket)
         } else {
-            _backlog.deliveryLock.lock()
-            _lock.unlockShared(ticket)
-            deliveries.flush()
-            _backlog.deliveryLock.unlock()
+            _backlog.release(handingOut: deliveries) { _lock.unlockShared(ticket) }
         }
     }
 }

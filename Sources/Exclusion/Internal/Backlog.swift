@@ -47,7 +47,7 @@ final class _Backlog<Body>: @unchecked Sendable {
     private var _spare: [Job] = []
 
     /// Serializes the hand-out of deliveries, so they leave in the order the state was held.
-    @usableFromInline let deliveryLock = _Lock()
+    private let deliveryLock = _Lock()
 
     deinit {
         deliveryLock.destroy()
@@ -56,6 +56,18 @@ final class _Backlog<Body>: @unchecked Sendable {
     /// Whether any job is waiting. A thread always sees the jobs it submitted itself: only a
     /// consumer clears this, and a consumer holds the state until it has run what it took.
     @inlinable var hasPending: Bool { _hasJobs.load(ordering: .relaxed) }
+
+    /// Releases the state with `unlock`, then hands out `deliveries`.
+    ///
+    /// Hand over hand: the delivery lock is taken before the state is released, so accesses hand
+    /// out their deliveries in the order they held the state, and none runs while it is held.
+    @usableFromInline
+    func release(handingOut deliveries: consuming Outbox, unlock: () -> Void) {
+        deliveryLock.lock()
+        unlock()
+        deliveries.flush()
+        deliveryLock.unlock()
+    }
 
     // MARK: - Submitting
 
