@@ -11,7 +11,8 @@ extension DocumentManager {
     /// once as there are cores. A file that fails (missing, a folder, unreadable, an unsupported
     /// extension, malformed) fails alone and changes nothing; the others import. The delegate hears
     /// about each file and then, exactly once, gets the summary; ``documentsDidChangeNotification``
-    /// is posted on `queue` after each import. Nothing is delivered while the index is held.
+    /// is posted once on `queue`, just before the summary, if anything was imported. Nothing is
+    /// delivered while the index is held.
     ///
     /// ```swift
     /// let progress = documents.importDocuments(at: urls, delegate: self)
@@ -40,8 +41,8 @@ extension DocumentManager {
             }
             return progress
         }
-        for url in urls {
-            let operation = BackgroundOperation<DocumentInfo>(
+        let batch = urls.map { url in
+            BackgroundOperation<DocumentInfo>(
                 deliverOn: queue,
                 work: { operation in
                     guard !operation.isCancelled else { throw CancellationError() }
@@ -52,7 +53,6 @@ extension DocumentManager {
                     switch result {
                     case .success(let info):
                         delegate?.documentManager(self, didImport: info)
-                        self.postDidChange()
                     case .failure(let error as DocumentError):
                         delegate?.documentManager(self, didFailToImport: url, error: error)
                     case .failure:
@@ -62,10 +62,14 @@ extension DocumentManager {
                         progress.completedUnitCount += 1  // one file at a time, even on a concurrent queue
                         return tally.record(outcome)
                     }
-                    if let summary { delegate?.documentManager(self, didFinishImport: summary) }
+                    if let summary {
+                        // One announcement for the whole import: observers refresh once, not per file.
+                        if summary.imported > 0 { self.postDidChange() }
+                        delegate?.documentManager(self, didFinishImport: summary)
+                    }
                 })
-            operations.addOperation(operation)
         }
+        operations.addOperations(batch, waitUntilFinished: false)
         return progress
     }
 

@@ -25,8 +25,25 @@ enum DocumentParser {
         return DocumentInfo(name: name, format: format, byteCount: data.count, title: title, wordCount: words)
     }
 
+    /// Counts runs of non-whitespace. ASCII is decided by a byte test; other scalars ask Unicode.
     static func wordCount(_ text: String) -> Int {
-        text.split(whereSeparator: { $0.isWhitespace || $0.isNewline }).count
+        var count = 0
+        var inWord = false
+        for scalar in text.unicodeScalars {
+            let isSpace: Bool
+            switch scalar.value {
+            case 0x09...0x0D, 0x20: isSpace = true
+            case 0..<0x80: isSpace = false
+            default: isSpace = scalar.properties.isWhitespace
+            }
+            if isSpace {
+                inWord = false
+            } else if !inWord {
+                inWord = true
+                count += 1
+            }
+        }
+        return count
     }
 
     // MARK: - XML
