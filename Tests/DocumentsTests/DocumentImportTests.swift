@@ -32,7 +32,6 @@ struct DocumentImportTests {
         let store = TemporaryFolder()
         defer { store.remove() }
         let manager = try DocumentManager(directory: store.url)
-        _ = try await manager.save(Data("kept".utf8), as: "kept.txt")
         let queue = DispatchQueue(label: "import delivery")
         let delegate = RecordingDelegate(queue: queue)
         let changes = Atomic<Int>(0)
@@ -42,6 +41,7 @@ struct DocumentImportTests {
             changes.add(1, ordering: .relaxed)
         }
         defer { NotificationCenter.default.removeObserver(observer) }
+        _ = try await manager.save(Data("kept".utf8), as: "kept.txt")
 
         let progress = manager.importDocuments(at: good + bad.map(\.0), deliverOn: queue, delegate: delegate)
         let summary = await delegate.finished()
