@@ -187,7 +187,11 @@ struct BankTests {
             seen.add(1, ordering: .relaxed)
         }
         try watched.addMoney(.amount("1.00"))
-        _ = await recorder.waitFor(7)
+        // The opening notifications may have gone out before the recorder started listening, so
+        // wait for the last change the observer causes, not for a count.
+        _ = await recorder.waitUntil { changes in
+            changes.contains { $0.account == watched.id && $0.newBalance == .amount("3.00") }
+        }
         #expect(watched.balance == .amount("3.00"))
         #expect(seen.load(ordering: .relaxed) == 2)
     }

@@ -33,10 +33,15 @@ final class ChangeRecorder: @unchecked Sendable {
 
     var recorded: [AccountChange] { lock.withLock { changes } }
 
-    /// Waits until `count` notifications have arrived (or ten seconds passed).
+    /// Waits until `count` notifications have arrived (or a minute passed).
     func waitFor(_ count: Int) async -> [AccountChange] {
+        await waitUntil { $0.count >= count }
+    }
+
+    /// Waits until the notifications so far satisfy `condition` (or a minute passed).
+    func waitUntil(_ condition: ([AccountChange]) -> Bool) async -> [AccountChange] {
         let deadline = ContinuousClock.now + .seconds(60)
-        while recorded.count < count, ContinuousClock.now < deadline {
+        while !condition(recorded), ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(2))
         }
         return recorded
