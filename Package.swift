@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "Exclusion", targets: ["Exclusion"]),
         .library(name: "Banking", targets: ["Banking"]),
         .library(name: "Documents", targets: ["Documents"]),
+        .library(name: "ExclusionTesting", targets: ["ExclusionTesting"]),
         .executable(name: "bank", targets: ["bank"]),
         .executable(name: "docs", targets: ["docs"]),
     ],
@@ -21,6 +22,7 @@ let package = Package(
         .target(name: "Exclusion", dependencies: ["ExclusionShims"]),
         .target(name: "Banking", dependencies: ["Exclusion"]),
         .target(name: "Documents", dependencies: ["Exclusion"]),
+        .target(name: "ExclusionTesting"),
 
         // Tools
         .executableTarget(
@@ -36,6 +38,7 @@ let package = Package(
         .testTarget(name: "ExclusionTests", dependencies: ["Exclusion"]),
         .testTarget(name: "BankingTests", dependencies: ["Banking", "bank"]),
         .testTarget(name: "DocumentsTests", dependencies: ["Documents", "docs"]),
+        .testTarget(name: "ExclusionTestingTests", dependencies: ["ExclusionTesting", "Exclusion"]),
     ],
     swiftLanguageModes: [.v6]
 )
