@@ -116,13 +116,21 @@ extension Exclusive {
             _reentrantAccess(type: _typeName, label: label, attempted: "access", holding: "an access")
         }
         _lock.lock()
+        var outbox = _entered(thread)
+        defer { _release(thread, outbox) }
+        return try body(&_state.pointee, &outbox)
+    }
+
+    /// Call right after taking the lock: marks the thread as inside, then runs whatever was
+    /// submitted earlier, so it goes first. Returns the outbox for the rest of the access.
+    @inlinable @inline(__always)
+    func _entered(_ thread: _CurrentThread) -> Outbox {
         thread.enter(self, .exclusive)
         var outbox = Outbox()
         if _backlog.hasPending {
             _backlog.runAll(&outbox, apply: _apply)
         }
-        defer { _release(thread, outbox) }
-        return try body(&_state.pointee, &outbox)
+        return outbox
     }
 
     @usableFromInline var _typeName: String { "Exclusive<\(State.self)>" }
@@ -159,7 +167,7 @@ extension Exclusive {
     ///
     /// - Parameter body: Changes the state. It runs on a thread of the instance's choosing.
     public func accessAsync(_ body: @escaping @Sendable (inout sending State) -> Void) {
-        _submit(.plain(body, isRead: false))
+        _submit(.plain(body))
     }
 
     /// Runs `body` with exclusive access to the state later, and delivers its result on `queue`.
@@ -209,11 +217,7 @@ extension Exclusive {
             _reentrantAccess(type: _typeName, label: label, attempted: "await access", holding: "an access")
         }
         if _lock.tryLock() {
-            thread.enter(self, .exclusive)
-            var deliveries = Outbox()
-            if _backlog.hasPending {
-                _backlog.runAll(&deliveries, apply: _apply)
-            }
+            let deliveries = _entered(thread)
             defer { _release(thread, deliveries) }
             return try body(&_state.pointee)
         }
@@ -250,10 +254,7 @@ extension Exclusive {
         let thread = _CurrentThread()
         repeat {
             _lock.lock()
-            thread.enter(self, .exclusive)
-            var deliveries = Outbox()
-            _backlog.runAll(&deliveries, apply: _apply)
-            _release(thread, deliveries)
+            _release(thread, _entered(thread))
         } while !_backlog.finishDrain()
     }
 

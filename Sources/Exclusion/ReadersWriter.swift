@@ -142,13 +142,21 @@ extension ReadersWriter {
         _ thread: _CurrentThread, _ body: (inout State, inout Outbox) throws(E) -> R
     ) throws(E) -> R {
         _lock.lockExclusive()
+        var outbox = _enteredExclusively(thread)
+        defer { _releaseExclusive(thread, outbox) }
+        return try body(&_state.pointee, &outbox)
+    }
+
+    /// Call right after taking the exclusive lock: marks the thread as inside, then runs whatever
+    /// was submitted earlier, so it goes first. Returns the outbox for the rest of the access.
+    @inlinable @inline(__always)
+    func _enteredExclusively(_ thread: _CurrentThread) -> Outbox {
         thread.enter(self, .exclusive)
         var outbox = Outbox()
         if _backlog.hasPending {
             _backlog.runAll(&outbox, apply: _apply)
         }
-        defer { _releaseExclusive(thread, outbox) }
-        return try body(&_state.pointee, &outbox)
+        return outbox
     }
 
     /// Applies a plain `writeAsync` body; call with the state held exclusively.
@@ -204,7 +212,7 @@ extension ReadersWriter where State: Sendable {
     /// names.writeAsync { $0.append("Notes.txt") }
     /// ```
     public func writeAsync(_ body: @escaping @Sendable (inout State) -> Void) {
-        _submit(.plain(body, isRead: false))
+        _submit(.plain(body))
     }
 
     /// Runs `body` with exclusive access to the state later, and delivers its result on `queue`.
@@ -248,11 +256,7 @@ extension ReadersWriter where State: Sendable {
         let thread = _CurrentThread()
         _checkNotInside(thread, attempting: "await write")
         if _lock.tryLockExclusive() {
-            thread.enter(self, .exclusive)
-            var deliveries = Outbox()
-            if _backlog.hasPending {
-                _backlog.runAll(&deliveries, apply: _apply)
-            }
+            let deliveries = _enteredExclusively(thread)
             defer { _releaseExclusive(thread, deliveries) }
             return try body(&_state.pointee)
         }
@@ -288,22 +292,17 @@ extension ReadersWriter where State: Sendable {
     private func _drain() {
         let thread = _CurrentThread()
         repeat {
-            // Looking at the backlog takes holding the state; shared is enough to look.
-            let ticket = _lock.lockShared(thread: thread.index)
-            thread.enter(self, .shared)
             if _backlog.nextIsRead() == true {
+                // If a synchronous access takes these reads first, this batch is just empty.
+                let ticket = _lock.lockShared(thread: thread.index)
+                thread.enter(self, .shared)
                 var deliveries = Outbox()
                 _backlog.runLeadingReads(&deliveries, apply: _apply)
                 thread.leave()
                 _release(ticket, deliveries)
             } else {
-                thread.leave()
-                _lock.unlockShared(ticket)
                 _lock.lockExclusive()
-                thread.enter(self, .exclusive)
-                var deliveries = Outbox()
-                _backlog.runAll(&deliveries, apply: _apply)
-                _releaseExclusive(thread, deliveries)
+                _releaseExclusive(thread, _enteredExclusively(thread))
             }
         } while !_backlog.finishDrain()
     }

@@ -152,15 +152,11 @@ struct Show: AsyncParsableCommand {
             do {
                 FileHandle.standardOutput.write(try await manager.contents(of: name))
             } catch {
-                FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
-                throw ExitCode.failure
+                throw failure(error)
             }
             return
         }
-        guard let info = manager.info(for: name) else {
-            FileHandle.standardError.write(Data("Error: no document named \(name.debugDescription)\n".utf8))
-            throw ExitCode.failure
-        }
+        guard let info = manager.info(for: name) else { throw failure(.notFound(name)) }
         print("name: \(info.name)")
         print("format: \(info.format.rawValue)")
         print("bytes: \(info.byteCount)")
@@ -182,9 +178,14 @@ struct Remove: AsyncParsableCommand {
         do {
             try await manager.remove(name)
         } catch {
-            FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
-            throw ExitCode.failure
+            throw failure(error)
         }
         print("removed \(name)")
     }
+}
+
+/// Reports `error` on standard error; the command then exits with 1.
+func failure(_ error: DocumentError) -> ExitCode {
+    FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
+    return .failure
 }

@@ -28,14 +28,15 @@ final class _Backlog<Body>: @unchecked Sendable {
 
     @usableFromInline
     enum Job {
-        /// The owner's plain closure, applied to the state by the owner.
-        case plain(Body, isRead: Bool)
+        /// The owner's plain closure, which writes, applied to the state by the owner.
+        case plain(Body)
         /// Anything else: runs itself, and may deliver results once the state is released.
         case closure(isRead: Bool, @Sendable (inout Outbox) -> Void)
 
         var isRead: Bool {
             switch self {
-            case .plain(_, let isRead), .closure(let isRead, _): isRead
+            case .plain: false
+            case .closure(let isRead, _): isRead
             }
         }
     }
@@ -110,7 +111,7 @@ final class _Backlog<Body>: @unchecked Sendable {
 
     private func _run(_ job: Job, _ deliveries: inout Outbox, _ apply: (Body) -> Void) {
         switch job {
-        case .plain(let body, _): apply(body)
+        case .plain(let body): apply(body)
         case .closure(_, let run): run(&deliveries)
         }
     }

@@ -67,10 +67,4 @@ struct _Lock: @unchecked Sendable {
         pthread_mutex_unlock(_handle)
         #endif
     }
-
-    func withLock<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
-        lock()
-        defer { unlock() }
-        return try body()
-    }
 }
