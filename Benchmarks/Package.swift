@@ -34,6 +34,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "Documents", package: "Exclusion"),
+                .product(name: "Exclusion", package: "Exclusion"),
             ],
             path: "Benchmarks/DocumentsBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]

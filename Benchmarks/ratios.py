@@ -45,6 +45,8 @@ ROWS = [
 SINGLES = [
     ("1M accounts: `totalBalance(deliverOn:)` to completion", "Bank totalBalance(deliverOn:) to completion, 1M accounts"),
     ("1M accounts: one balance read", "Bank balance read, 1M accounts"),
+    ("2,000 empty `BackgroundOperation`s, 2 at a time (ms): the import's fixed overhead",
+     "2000 empty BackgroundOperations, 2 at a time"),
 ]
 
 

@@ -16,14 +16,18 @@ private let crashStore = FileManager.default.temporaryDirectory.appendingPathCom
 /// which no code can catch or clean up after.
 private func saveUntilKilled() async {
     let manager = try! DocumentManager(directory: crashStore)
-    let delay = UInt32.random(in: 5_000...60_000)
-    Thread {
-        usleep(delay)
-        kill(getpid(), SIGKILL)
-    }.start()
     var round = 0
     while true {
         round += 1
+        if round == 2 {
+            // Armed after the first save, so every round leaves something to check, however slow
+            // the machine; the kill then lands at a random moment of the saves that follow.
+            let delay = UInt32.random(in: 1_000...50_000)
+            Thread {
+                usleep(delay)
+                kill(getpid(), SIGKILL)
+            }.start()
+        }
         let size = Int.random(in: 1...20_000)
         let words = (0..<size).map { "w\($0 % 97)" }.joined(separator: " ")
         _ = try? await manager.save(

@@ -1,6 +1,7 @@
 import Benchmark
 import Dispatch
 import Documents
+import Exclusion
 import Foundation
 import Synchronization
 
@@ -61,6 +62,17 @@ let benchmarks: @Sendable () -> Void = {
         benchmark.startMeasurement()
         DocumentManager().importDocuments(at: files, deliverOn: queue, delegate: waiter)
         waiter.done.wait()
+    }
+    Benchmark("2000 empty BackgroundOperations, 2 at a time") { benchmark in
+        // What the import pays per file before any reading or parsing: its fixed overhead.
+        let operations = OperationQueue()
+        operations.maxConcurrentOperationCount = 2
+        let delivery = DispatchQueue(label: "delivery")
+        let batch = (0..<fileCount).map { index in
+            BackgroundOperation(deliverOn: delivery, work: { _ in index }, completion: { _ in })
+        }
+        benchmark.startMeasurement()
+        operations.addOperations(batch, waitUntilFinished: true)
     }
     Benchmark("peer: parse 2000 files on one thread") { benchmark in
         let files = generatedFiles
