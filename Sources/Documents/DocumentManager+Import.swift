@@ -77,21 +77,33 @@ extension DocumentManager {
     func importFile(at url: URL) throws(DocumentError) -> DocumentInfo {
         let name = url.lastPathComponent
         try validateDocumentName(name)
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
-            throw .notFound(url.path)
+        // Checked before reading, so nothing is read that can't be stored; a missing file or a
+        // folder is still named as such, but only a failure pays for finding out.
+        do {
+            _ = try DocumentFormat(forName: name)
+        } catch {
+            throw Self.missingOrFolder(url) ?? error
         }
-        guard !isDirectory.boolValue else { throw .io("\(url.path) is a folder, not a file") }
-        _ = try DocumentFormat(forName: name)  // before reading: don't read what can't be stored
         let data: Data
         do {
             data = try Data(contentsOf: url)
         } catch {
-            throw .io("cannot read \(url.path): \(error.localizedDescription)")
+            throw Self.missingOrFolder(url) ?? .io("cannot read \(url.path): \(error.localizedDescription)")
         }
         let info = try DocumentParser.parse(data, name: name)
         try store(data, info: info)
         return info
+    }
+}
+
+extension DocumentManager {
+    /// Why a path can't be read as a document, if the reason is that it's missing or a folder.
+    fileprivate static func missingOrFolder(_ url: URL) -> DocumentError? {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
+            return .notFound(url.path)
+        }
+        return isDirectory.boolValue ? .io("\(url.path) is a folder, not a file") : nil
     }
 }
 

@@ -6,8 +6,8 @@ public enum DocumentFormat: String, Sendable, Codable {
 
     /// The format for `name`'s extension: `.xml`, `.json`, or `.txt`, `.md`, `.text`.
     init(forName name: String) throws(DocumentError) {
-        let suffix = name.split(separator: ".", omittingEmptySubsequences: false).last.map { $0.lowercased() }
-        switch name.contains(".") ? suffix : nil {
+        let dot = name.utf8.lastIndex(of: UInt8(ascii: "."))
+        switch dot.map({ name[name.index(after: $0)...].lowercased() }) {
         case "xml": self = .xml
         case "json": self = .json
         case "txt", "md", "text": self = .text

@@ -74,6 +74,13 @@ let benchmarks: @Sendable () -> Void = {
         benchmark.startMeasurement()
         operations.addOperations(batch, waitUntilFinished: true)
     }
+    Benchmark("bound: parse 2000 files on 2 threads, no operations") { benchmark in
+        // The most any two-core import could gain: the same parsing spread over both cores with
+        // concurrentPerform, with no operations, no index and no delivery.
+        let files = generatedFiles
+        benchmark.startMeasurement()
+        DispatchQueue.concurrentPerform(iterations: files.count) { index in blackHole(parseOne(files[index])) }
+    }
     Benchmark("peer: parse 2000 files on one thread") { benchmark in
         let files = generatedFiles
         benchmark.startMeasurement()
