@@ -1,0 +1,19 @@
+import ExclusionTesting
+import Testing
+
+/// Expects a run to have shown every history linearizable, and logs its one-line summary (how
+/// many histories, how long the checks took, and the seed) so the numbers show in the test output.
+func expectLinearizable<Input, Output>(
+    _ report: ScenarioReport<Input, Output>, _ what: String, sourceLocation: SourceLocation = #_sourceLocation
+) {
+    print("\(what): \(report.description.prefix { $0 != "\n" })")
+    #expect(report.passed, "\(report)", sourceLocation: sourceLocation)
+}
+
+/// Expects a run of a deliberately broken object to have found a violation.
+func expectViolation<Input, Output>(
+    _ report: ScenarioReport<Input, Output>, _ what: String, sourceLocation: SourceLocation = #_sourceLocation
+) {
+    print("\(what), caught: \(report.description.prefix { $0 != "\n" })")
+    #expect(report.violation != nil, "\(report)", sourceLocation: sourceLocation)
+}
