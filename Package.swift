@@ -36,8 +36,8 @@ let package = Package(
 
         // Tests
         .testTarget(name: "ExclusionTests", dependencies: ["Exclusion"]),
-        .testTarget(name: "BankingTests", dependencies: ["Banking", "bank"]),
-        .testTarget(name: "DocumentsTests", dependencies: ["Documents", "docs"]),
+        .testTarget(name: "BankingTests", dependencies: ["Banking", "bank", "ExclusionTesting"]),
+        .testTarget(name: "DocumentsTests", dependencies: ["Documents", "docs", "ExclusionTesting"]),
         .testTarget(name: "ExclusionTestingTests", dependencies: ["ExclusionTesting", "Exclusion"]),
     ],
     swiftLanguageModes: [.v6]

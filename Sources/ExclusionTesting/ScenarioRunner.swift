@@ -90,6 +90,23 @@ public struct ScenarioRunner<Model: SequentialModel>: Sendable {
 }
 
 extension ScenarioRunner {
+    /// Runs the histories with operations that are `async`, such as an actor's methods; otherwise
+    /// as the synchronous `run` does.
+    ///
+    /// Each operation runs in a task of its own while the thread that made the call waits for it,
+    /// so an operation's call and return still bracket it on that thread's timeline.
+    public func run<Object: Sendable>(
+        setUp: @escaping @Sendable () -> Object,
+        inputs: @escaping @Sendable (inout ScenarioGenerator) -> Model.Input,
+        perform: @escaping @Sendable (Object, Model.Input) async -> Model.Output
+    ) async -> ScenarioReport<Model.Input, Model.Output> {
+        await run(setUp: setUp, inputs: inputs) { (object: Object, input: Model.Input) -> Model.Output in
+            let outcome = Outcome<Model.Output>()
+            Task { outcome.deliver(await perform(object, input)) }
+            return outcome.wait()
+        }
+    }
+
     /// The seed one history's operations are generated from.
     func seed(ofHistory history: Int) -> UInt64 {
         var generator = ScenarioGenerator(seed: seed &+ UInt64(history), thread: -1)
@@ -287,7 +304,9 @@ private final class ScenarioRun<Model: SequentialModel, Object: Sendable>: @unch
             start = clock.now
         }
 
-        mutating func check(_ history: [HistoryOperation<Model.Input, Model.Output>], using runner: ScenarioRunner<Model>) {
+        mutating func check(
+            _ history: [HistoryOperation<Model.Input, Model.Output>], using runner: ScenarioRunner<Model>
+        ) {
             let checker = LinearizabilityChecker(model: runner.model, budget: runner.budget)
             let began = clock.now
             let verdict = checker.check(history)
@@ -316,6 +335,27 @@ private final class ScenarioRun<Model: SequentialModel, Object: Sendable>: @unch
                 stoppedByTimeLimit: violation == nil && started < runner.histories, elapsed: clock.now - start,
                 checkingTime: checking, violation: violation)
         }
+    }
+}
+
+/// One async operation's output, handed from its task to the scenario thread waiting for it.
+private final class Outcome<Output: Sendable>: @unchecked Sendable {
+    // @unchecked: `output` is only touched while `condition` is locked.
+    private let condition = NSCondition()
+    private var output: Output?
+
+    func deliver(_ value: Output) {
+        condition.lock()
+        output = value
+        condition.signal()
+        condition.unlock()
+    }
+
+    func wait() -> Output {
+        condition.lock()
+        defer { condition.unlock() }
+        while output == nil { condition.wait() }
+        return output!
     }
 }
 
