@@ -19,7 +19,7 @@ import Dispatch
 /// ```
 ///
 /// It behaves like a serial dispatch queue that owns the state: accesses never overlap, and the
-/// work one thread submits runs in the order it submitted it, whether it waits (``access(_:)-2s42e``),
+/// work one thread submits runs in the order it submitted it, whether it waits (a synchronous `access`),
 /// submits and moves on (``accessAsync(_:)``) or awaits (``access(_:)-9yet0``). It is built for
 /// speed: a synchronous access with no asynchronous work pending costs about as much as a lock.
 ///
@@ -49,6 +49,7 @@ public final class Exclusive<State>: @unchecked Sendable {
     }
 
     deinit {
+        _LockOrder.forget(self)
         _state.deinitialize(count: 1)
         _state.deallocate()
         _lock.destroy()
@@ -79,15 +80,20 @@ extension Exclusive {
     /// }
     /// ```
     ///
-    /// - Parameter body: Reads or changes the state. If it throws, changes it made before
-    ///   throwing stay: there is no rollback.
+    /// - Parameters:
+    ///   - body: Reads or changes the state. If it throws, changes it made before
+    ///     throwing stay: there is no rollback.
+    ///   - file: Where the call is, for the lock-order check's message; leave the default.
+    ///   - line: The line of the call, likewise.
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws.
     /// - Warning: Calling any accessor of this instance from inside `body` stops the process: it
     ///   would deadlock. Use the state passed to your closure.
     @inlinable
-    public func access<R, E: Error>(_ body: (inout sending State) throws(E) -> sending R) throws(E) -> sending R {
-        try access { (state, _) throws(E) -> sending R in try body(&state) }
+    public func access<R, E: Error>(
+        _ body: (inout sending State) throws(E) -> sending R, file: StaticString = #fileID, line: UInt = #line
+    ) throws(E) -> sending R {
+        try access({ (state, _) throws(E) -> sending R in try body(&state) }, file: file, line: line)
     }
 
     /// Runs `body` with exclusive access to the state and an outbox for what should happen after
@@ -103,17 +109,24 @@ extension Exclusive {
     /// }
     /// ```
     ///
-    /// - Parameter body: Reads or changes the state, and posts to the outbox. Work posted before a
-    ///   throw still runs, as do the changes made before it.
+    /// - Parameters:
+    ///   - body: Reads or changes the state, and posts to the outbox. Work posted before a
+    ///     throw still runs, as do the changes made before it.
+    ///   - file: Where the call is, for the lock-order check's message; leave the default.
+    ///   - line: The line of the call, likewise.
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws.
     @inlinable
     public func access<R, E: Error>(
-        _ body: (inout sending State, inout Outbox) throws(E) -> sending R
+        _ body: (inout sending State, inout Outbox) throws(E) -> sending R, file: StaticString = #fileID,
+        line: UInt = #line
     ) throws(E) -> sending R {
         let thread = _CurrentThread()
-        if thread.mode(in: self) != nil {
-            _reentrantAccess(type: _typeName, label: label, attempted: "access", holding: "an access")
+        if thread.isInsideAny {
+            if thread.mode(in: self) != nil {
+                _reentrantAccess(type: _typeName, label: label, attempted: "access", holding: "an access")
+            }
+            _LockOrder.willAcquire(self, holding: thread, file: file, line: line)
         }
         _lock.lock()
         var outbox = _entered(thread)
@@ -134,6 +147,8 @@ extension Exclusive {
     }
 
     @usableFromInline var _typeName: String { "Exclusive<\(State.self)>" }
+
+    @usableFromInline var _lockOrderName: String { "\(_typeName) \"\(label)\"" }
 
     /// Gives up the state, then hands out what the accesses delivered, in the order they ran.
     @inlinable
@@ -264,3 +279,5 @@ extension Exclusive {
         body(&_state.pointee)
     }
 }
+
+extension Exclusive: _LockOrderNamed {}

@@ -47,6 +47,7 @@ public final class ReadersWriter<State> {
     }
 
     deinit {
+        _LockOrder.forget(self)
         _state.deinitialize(count: 1)
         _state.deallocate()
     }
@@ -58,6 +59,17 @@ public final class ReadersWriter<State> {
 
     @usableFromInline var _typeName: String { "ReadersWriter<\(State.self)>" }
 
+    @usableFromInline var _lockOrderName: String { "\(_typeName) \"\(label)\"" }
+
+    /// Before blocking for this instance: stops on re-entrancy, and checks the lock order against
+    /// the other instances this thread is inside.
+    @inlinable @inline(__always)
+    func _checkNesting(_ thread: _CurrentThread, attempting attempted: String, file: StaticString, line: UInt) {
+        guard thread.isInsideAny else { return }
+        _checkNotInside(thread, attempting: attempted)
+        _LockOrder.willAcquire(self, holding: thread, file: file, line: line)
+    }
+
     @inlinable
     func _checkNotInside(_ thread: _CurrentThread, attempting attempted: String) {
         guard let mode = thread.mode(in: self) else { return }
@@ -65,6 +77,8 @@ public final class ReadersWriter<State> {
             type: _typeName, label: label, attempted: attempted, holding: mode == .shared ? "a read" : "a write")
     }
 }
+
+extension ReadersWriter: _LockOrderNamed {}
 
 // @unchecked: _state is only read under the shared lock and only changed under the exclusive lock.
 // Readers share the value, so the state itself must be Sendable.
@@ -82,14 +96,19 @@ extension ReadersWriter {
     /// let count = names.read { $0.count }
     /// ```
     ///
-    /// - Parameter body: Reads the state, which it receives as a value.
+    /// - Parameters:
+    ///   - body: Reads the state, which it receives as a value.
+    ///   - file: Where the call is, for the lock-order check's message; leave the default.
+    ///   - line: The line of the call, likewise.
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws.
     /// - Warning: Calling any accessor of this instance from inside `body` stops the process.
     @inlinable
-    public func read<R, E: Error>(_ body: (State) throws(E) -> R) throws(E) -> R {
+    public func read<R, E: Error>(
+        _ body: (State) throws(E) -> R, file: StaticString = #fileID, line: UInt = #line
+    ) throws(E) -> R {
         let thread = _CurrentThread()
-        _checkNotInside(thread, attempting: "read")
+        _checkNesting(thread, attempting: "read", file: file, line: line)
         if _backlog.hasPending {
             // Work submitted earlier goes first, and it may write: run it all under exclusion.
             return try _exclusively(thread) { (state, _) throws(E) -> R in try body(state) }
@@ -110,14 +129,19 @@ extension ReadersWriter {
     /// names.write { $0.removeAll { $0.hasPrefix("~") } }
     /// ```
     ///
-    /// - Parameter body: Reads or changes the state. Changes made before a throw stay.
+    /// - Parameters:
+    ///   - body: Reads or changes the state. Changes made before a throw stay.
+    ///   - file: Where the call is, for the lock-order check's message; leave the default.
+    ///   - line: The line of the call, likewise.
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws.
     /// - Warning: Calling any accessor of this instance from inside `body` stops the process.
     @inlinable
-    public func write<R, E: Error>(_ body: (inout State) throws(E) -> R) throws(E) -> R {
+    public func write<R, E: Error>(
+        _ body: (inout State) throws(E) -> R, file: StaticString = #fileID, line: UInt = #line
+    ) throws(E) -> R {
         let thread = _CurrentThread()
-        _checkNotInside(thread, attempting: "write")
+        _checkNesting(thread, attempting: "write", file: file, line: line)
         return try _exclusively(thread) { (state, _) throws(E) -> R in try body(&state) }
     }
 
@@ -127,13 +151,18 @@ extension ReadersWriter {
     /// Work posted to the outbox runs after the state is released, in the order the writes ran.
     /// See ``Outbox``.
     ///
-    /// - Parameter body: Reads or changes the state, and posts to the outbox.
+    /// - Parameters:
+    ///   - body: Reads or changes the state, and posts to the outbox.
+    ///   - file: Where the call is, for the lock-order check's message; leave the default.
+    ///   - line: The line of the call, likewise.
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws.
     @inlinable
-    public func write<R, E: Error>(_ body: (inout State, inout Outbox) throws(E) -> R) throws(E) -> R {
+    public func write<R, E: Error>(
+        _ body: (inout State, inout Outbox) throws(E) -> R, file: StaticString = #fileID, line: UInt = #line
+    ) throws(E) -> R {
         let thread = _CurrentThread()
-        _checkNotInside(thread, attempting: "write")
+        _checkNesting(thread, attempting: "write", file: file, line: line)
         return try _exclusively(thread, body)
     }
 

@@ -127,6 +127,21 @@ let benchmarks: @Sendable () -> Void = {
 
     // MARK: - Swift concurrency
 
+    // One access inside another: where the lock-order check would run. Off in release builds
+    // unless EXCLUSION_LOCK_ORDER=1; run once each way to see what it costs.
+    Benchmark("Exclusive.access nested in another") { benchmark in
+        let outer = Exclusive(0, label: "outer")
+        let inner = Exclusive(0, label: "inner")
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations { outer.access { _ in inner.access { $0 &+= 1 } } }
+    }
+    Benchmark("peer: NSLock nested in another") { benchmark in
+        let outer = NSLockCounter()
+        let inner = NSLockCounter()
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations { outer.withLock { inner.increment() } }
+    }
+
     Benchmark("await Exclusive.access") { benchmark in
         let counter = Exclusive(0)
         benchmark.startMeasurement()

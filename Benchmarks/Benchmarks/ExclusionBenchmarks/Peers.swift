@@ -19,6 +19,11 @@ final class NSLockCounter: @unchecked Sendable {
         value &+= 1
         lock.unlock()
     }
+    func withLock(_ body: () -> Void) {
+        lock.lock()
+        body()
+        lock.unlock()
+    }
 }
 
 final class MutexCounter: Sendable {

@@ -39,6 +39,16 @@ struct _CurrentThread {
         exclusion_thread_leave(_record)
     }
 
+    /// Whether this thread is inside any instance at all.
+    @inlinable @inline(__always)
+    var isInsideAny: Bool { _record.pointee.depth > 0 }
+
+    /// How many instances this thread is inside.
+    var depth: UInt32 { _record.pointee.depth }
+
+    /// The instance this thread entered at `level`, 0 being the outermost; nil past the tracked depth.
+    func held(at level: UInt32) -> UnsafeRawPointer? { exclusion_thread_held_at(_record, level) }
+
     /// A number that tells this thread apart from every other thread alive.
     @inlinable var index: UInt32 { _record.pointee.index }
 }

@@ -55,6 +55,15 @@ static inline void exclusion_thread_enter(exclusion_thread_record *record, const
     record->depth += 1;
 }
 
+/// The instance the thread entered at `level` (0 is the outermost), without its mode bit; NULL past
+/// the tracked depth.
+static inline const void *exclusion_thread_held_at(const exclusion_thread_record *record, uint32_t level) {
+    if (level >= record->depth || level >= EXCLUSION_TRACKED_DEPTH) {
+        return 0;
+    }
+    return (const void *)((uintptr_t)record->held[level] & ~(uintptr_t)1);
+}
+
 /// Records that the calling thread left the instance it entered last.
 static inline void exclusion_thread_leave(exclusion_thread_record *record) {
     record->depth -= 1;
