@@ -15,6 +15,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
     targets: [
         // Libraries
@@ -36,8 +37,19 @@ let package = Package(
 
         // Tests
         .testTarget(name: "ExclusionTests", dependencies: ["Exclusion"]),
-        .testTarget(name: "BankingTests", dependencies: ["Banking", "bank", "ExclusionTesting"]),
-        .testTarget(name: "DocumentsTests", dependencies: ["Documents", "docs", "ExclusionTesting"]),
+        .testTarget(
+            name: "BankingTests",
+            dependencies: [
+                "Banking", "bank", "ExclusionTesting", .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
+        .testTarget(
+            name: "DocumentsTests",
+            dependencies: [
+                "Documents", "docs", "ExclusionTesting",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
         .testTarget(name: "ExclusionTestingTests", dependencies: ["ExclusionTesting", "Exclusion"]),
     ],
     swiftLanguageModes: [.v6]
