@@ -2,8 +2,8 @@
 public enum LinearizabilityVerdict<Input: Sendable, Output: Sendable>: Sendable {
     /// The operations can be ordered so that the model explains every output.
     case linearizable
-    /// No such order exists. The excerpt holds the operations the search could not order at the
-    /// point where it got furthest: the one that blocked it and those overlapping it.
+    /// No such order exists. The excerpt shows where the search got furthest: the operation it
+    /// could not place, the operations overlapping it, and the last one that finished before it.
     case notLinearizable(excerpt: [HistoryOperation<Input, Output>])
     /// The search budget ran out before an answer: neither proof nor counterexample.
     case unknown
@@ -40,7 +40,7 @@ public struct LinearizabilityChecker<Model: SequentialModel> {
         var state = model.initialState
         var stack: [(entry: Int, state: Model.State)] = []
         var seen: Set<CacheKey> = [CacheKey(placed: placed, state: state)]
-        var deepest = (depth: -1, blocker: 0, placed: placed)
+        var deepest = (depth: -1, blocker: 0)
         var steps = 0
 
         var entry = events.first
@@ -64,9 +64,9 @@ public struct LinearizabilityChecker<Model: SequentialModel> {
                 }
             } else {
                 // A return comes before any pending call could be placed: undo the last placement.
-                if stack.count > deepest.depth { deepest = (stack.count, event.operation, placed) }
+                if stack.count > deepest.depth { deepest = (stack.count, event.operation) }
                 guard let last = stack.popLast() else {
-                    return .notLinearizable(excerpt: excerpt(history, deepest.blocker, deepest.placed))
+                    return .notLinearizable(excerpt: excerpt(history, deepest.blocker))
                 }
                 state = last.state
                 placed.remove(events.event(last.entry).operation)
@@ -77,14 +77,17 @@ public struct LinearizabilityChecker<Model: SequentialModel> {
         return .linearizable
     }
 
-    /// The blocking operation and the unplaced operations that overlap it.
-    private func excerpt(_ history: [Operation], _ blocker: Int, _ placed: BitSet) -> [Operation] {
+    /// Where the search got stuck: the operation it could not place, every operation overlapping
+    /// it (which could have gone either side of it), and the last one to finish before it began
+    /// (which had to go before it), in call order.
+    private func excerpt(_ history: [Operation], _ blocker: Int) -> [Operation] {
         let blocking = history[blocker]
-        return history.indices.filter { index in
-            index == blocker
-                || (!placed.contains(index) && history[index].call < blocking.return
-                    && history[index].return > blocking.call)
-        }.map { history[$0] }
+        var indices = history.indices.filter { index in
+            index == blocker || (history[index].call < blocking.return && history[index].return > blocking.call)
+        }
+        let before = history.indices.filter { history[$0].return < blocking.call }
+        if let previous = before.max(by: { history[$0].return < history[$1].return }) { indices.append(previous) }
+        return indices.sorted { history[$0].call < history[$1].call }.map { history[$0] }
     }
 
     private struct CacheKey: Hashable {
