@@ -26,6 +26,8 @@ ROWS = [
      "peer: concurrent DispatchQueue barrier sync", "speedup", "—"),
     ("`accessAsync` per block vs `DispatchQueue.async`", "Exclusive.accessAsync, submit all then wait",
      "peer: DispatchQueue.async, submit all then wait", "time", "≤ 0.5×"),
+    ("`access` nested in another vs NSLock nested (lock-order check off)", "Exclusive.access nested in another",
+     "peer: NSLock nested in another", "time", "—"),
     ("`await access` vs actor method call", "await Exclusive.access", "peer: actor method call", "time", "≤ 1.5×"),
     ("Bank transfer (notifications on) speed-up over textbook", "Bank transfer", "peer: textbook transfer",
      "speedup", "≥ 5×"),
