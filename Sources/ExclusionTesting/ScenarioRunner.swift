@@ -379,7 +379,13 @@ final class SpinBarrier: Sendable {
             arrived.store(0, ordering: .relaxed)
             generation.add(1, ordering: .releasing)
         } else {
-            while generation.load(ordering: .acquiring) == current { sched_yield() }
+            // Spin first, so that the threads that are running leave together, within nanoseconds
+            // of each other; yield after a while, so a thread waiting for a core gets one.
+            var spins = 0
+            while generation.load(ordering: .acquiring) == current {
+                spins += 1
+                if spins > 20_000 { sched_yield() }
+            }
         }
     }
 }

@@ -45,7 +45,7 @@ struct BankLinearizabilityTests {
 
     @Test func aTransferInTwoAccessesIsCaught() async {
         let model = BankModel()
-        let report = await ScenarioRunner(model: model, histories: 5_000).run(
+        let report = await ScenarioRunner(model: model, histories: .max, timeLimit: .seconds(60)).run(
             setUp: { model.makeBank(.serial, notifyingOn: Self.notifications) },
             inputs: Self.generate,
             perform: { bank, input in

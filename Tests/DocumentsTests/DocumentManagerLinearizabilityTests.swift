@@ -148,7 +148,7 @@ struct DocumentManagerLinearizabilityTests {
     }
 
     @Test func aRemoveThatChecksInOneAccessAndRemovesInAnotherIsCaught() async {
-        let report = await ScenarioRunner(model: DocumentManagerModel(), histories: 20_000).run(
+        let report = await ScenarioRunner(model: DocumentManagerModel(), histories: .max, timeLimit: .seconds(60)).run(
             setUp: { DocumentManager() },
             inputs: { generator in
                 // One name, saved and removed by three threads at once.

@@ -98,7 +98,7 @@ struct PrimitiveLinearizabilityTests {
     }
 
     @Test func aCounterThatReadsAndWritesInTwoAccessesIsCaught() async {
-        let report = await ScenarioRunner(model: CounterModel(), histories: 5_000).run(
+        let report = await ScenarioRunner(model: CounterModel(), histories: .max, timeLimit: .seconds(60)).run(
             setUp: { Exclusive(0, label: "broken counter") },
             inputs: CounterModel.generate,
             perform: { counter, input in
@@ -158,7 +158,7 @@ struct PrimitiveLinearizabilityTests {
     }
 
     @Test func aSwapThatReadsThenWritesIsCaught() async {
-        let report = await ScenarioRunner(model: SwapRegisterModel(), histories: 5_000).run(
+        let report = await ScenarioRunner(model: SwapRegisterModel(), histories: .max, timeLimit: .seconds(60)).run(
             setUp: { ReadersWriter(0, label: "broken register") },
             inputs: { generator in
                 // Swaps only, so two of them can lose one's write between the read and the write.
@@ -181,7 +181,7 @@ struct PrimitiveLinearizabilityTests {
     }
 
     @Test func theReportShowsTheOperationsThatCannotBeOrdered() async {
-        let report = await ScenarioRunner(model: CounterModel(), histories: 5_000).run(
+        let report = await ScenarioRunner(model: CounterModel(), histories: .max, timeLimit: .seconds(60)).run(
             setUp: { Exclusive(0) },
             inputs: { _ in .increment },
             perform: { counter, _ in
