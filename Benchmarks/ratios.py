@@ -2,8 +2,13 @@
 """Runs the benchmarks once and prints README's table: each Exclusion operation as a ratio to its
 peers measured in the same run (medians of the wall-clock time per operation).
 
-Usage, from this folder: python3 ratios.py [extra arguments for `swift package benchmark`]
+Usage, from this folder: python3 ratios.py [--runs N] [extra arguments for `swift package benchmark`]
+
+This machine's two vCPUs are noisy (a run can be 50 % slower than the one before), so by default
+the benchmarks run three times; each row shows the median over the runs of the per-run median
+times, and the median of the per-run ratios.
 """
+import statistics
 import subprocess
 import sys
 
@@ -67,20 +72,35 @@ def medians(output, metric):
 
 
 def main():
-    command = ["swift", "package", "benchmark", "--no-progress", "--format", "markdown"] + sys.argv[1:]
-    output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-    times = medians(output, "Time (wall clock)")
-    print("| Operation | Exclusion (ns) | Peer (ns) | Ratio | Target |")
+    arguments = sys.argv[1:]
+    runs = 3
+    if arguments[:1] == ["--runs"]:
+        runs, arguments = int(arguments[1]), arguments[2:]
+    command = ["swift", "package", "benchmark", "--no-progress", "--format", "markdown"] + arguments
+    outputs = []
+    for _ in range(runs):
+        result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode != 0:
+            # Say which benchmark died and how, rather than hiding it behind a Python traceback.
+            sys.exit(f"benchmark run failed ({result.returncode}):\n" + "\n".join(result.stderr.splitlines()[-40:]))
+        outputs.append(result.stdout)
+    times = [medians(output, "Time (wall clock)") for output in outputs]
+    print(f"| Operation | Exclusion (ns) | Peer (ns) | Ratio (median of {runs} runs) | Target |")
     print("|---|---:|---:|---:|---|")
     for what, ours, peer, kind, target in ROWS:
-        if ours not in times or peer not in times:
+        present = [run for run in times if ours in run and peer in run]
+        if not present:
             continue
-        ratio = times[ours] / times[peer] if kind == "time" else times[peer] / times[ours]
-        print(f"| {what} | {times[ours]:g} | {times[peer]:g} | {ratio:.2f}× | {target} |")
+        ratios = [run[ours] / run[peer] if kind == "time" else run[peer] / run[ours] for run in present]
+        ours_time = statistics.median(run[ours] for run in present)
+        peer_time = statistics.median(run[peer] for run in present)
+        spread = f" ({min(ratios):.2f}–{max(ratios):.2f})" if len(ratios) > 1 else ""
+        print(f"| {what} | {ours_time:g} | {peer_time:g} | {statistics.median(ratios):.2f}×{spread} | {target} |")
     for what, name in SINGLES:
-        if name in times:
-            print(f"| {what} | {times[name]:g} | | | |")
-    allocations = medians(output, "Malloc (total)")
+        values = [run[name] for run in times if name in run]
+        if values:
+            print(f"| {what} | {statistics.median(values):g} | | | |")
+    allocations = medians(outputs[0], "Malloc (total)")
     ours = [f"{name} {count:g}" for name, count in sorted(allocations.items()) if not name.startswith("peer")]
     print("\nHeap allocations per operation (median): " + "; ".join(ours) + ".")
 
