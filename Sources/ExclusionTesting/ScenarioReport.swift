@@ -1,0 +1,76 @@
+import Foundation
+
+/// What a ``ScenarioRunner`` found.
+public struct ScenarioReport<Input: Sendable, Output: Sendable>: Sendable, CustomStringConvertible {
+    /// A history that no sequential order explains.
+    public struct Violation: Sendable {
+        /// Which history it was, counting from 0.
+        public let history: Int
+        /// The seed that generates this history's operations again.
+        public let seed: UInt64
+        /// Every operation of the history, in call order.
+        public let operations: [HistoryOperation<Input, Output>]
+        /// The operations the checker could not order: the one that blocked it and those
+        /// overlapping it.
+        public let excerpt: [HistoryOperation<Input, Output>]
+    }
+
+    /// The seed the run generated its operations from.
+    public let seed: UInt64
+    /// How many histories ran and were checked.
+    public let historiesChecked: Int
+    /// How many operations those histories held.
+    public let operationsChecked: Int
+    /// How many histories the checker could not decide within its budget.
+    public let unknown: Int
+    /// Whether the time limit stopped the run before all histories ran.
+    public let stoppedByTimeLimit: Bool
+    /// The whole run, from the first history to the last check.
+    public let elapsed: Duration
+    /// The part of ``elapsed`` spent checking.
+    public let checkingTime: Duration
+    /// The first history found not linearizable, if any. The run stops there.
+    public let violation: Violation?
+
+    /// True when every history checked was shown linearizable: no violation, and no check ran out
+    /// of budget.
+    public var passed: Bool { violation == nil && unknown == 0 && historiesChecked > 0 }
+
+    /// The checker's time per history.
+    public var checkingTimePerHistory: Duration {
+        historiesChecked == 0 ? .zero : checkingTime / historiesChecked
+    }
+
+    public var description: String {
+        var lines = [
+            "\(historiesChecked) histories (\(operationsChecked) operations) checked in \(Self.format(elapsed)), "
+                + "\(Self.format(checkingTimePerHistory)) of checking per history; seed \(seed)"
+        ]
+        if stoppedByTimeLimit { lines.append("stopped by the time limit") }
+        if unknown > 0 { lines.append("\(unknown) histories undecided: the checker's budget ran out") }
+        if let violation {
+            lines.append(
+                "history \(violation.history) (seed \(violation.seed)) is not linearizable; "
+                    + "these operations can't be put in any order the model explains:")
+            lines += violation.excerpt.map { "  \(Self.describe($0))" }
+            lines.append("the whole history:")
+            lines += violation.operations.map { "  \(Self.describe($0))" }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    private static func format(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        let microseconds = Double(seconds) * 1e6 + Double(attoseconds) / 1e12
+        return switch microseconds {
+        case ..<1_000: "\(Int(microseconds.rounded())) µs"
+        case ..<1_000_000: "\(Int((microseconds / 1_000).rounded())) ms"
+        default: String(format: "%.2f s", microseconds / 1e6)
+        }
+    }
+
+    private static func describe(_ operation: HistoryOperation<Input, Output>) -> String {
+        "thread \(operation.thread): \(operation.input) -> \(operation.output)   "
+            + "[called at \(operation.call), returned at \(operation.return)]"
+    }
+}

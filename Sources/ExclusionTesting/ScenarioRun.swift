@@ -1,0 +1,159 @@
+import Foundation
+import Synchronization
+
+/// One run's shared state. Thread 0 leads: between the barriers, while the others wait, it sets
+/// up each history and checks the one before.
+final class ScenarioRun<Model: SequentialModel, Object: Sendable>: @unchecked Sendable {
+    // @unchecked: `object`, `programs`, `recorder`, `finished` and the tallies are written only by
+    // thread 0 while the other threads wait at `barrier`, and read by them only after it; the
+    // barrier's atomics order those accesses.
+    typealias Program = [(input: Model.Input, pause: Int)]
+
+    let runner: ScenarioRunner<Model>
+    let setUp: @Sendable () -> Object
+    let inputs: @Sendable (inout ScenarioGenerator) -> Model.Input
+    let perform: @Sendable (Object, Model.Input) -> Model.Output
+    let barrier: SpinBarrier
+
+    var object: Object?
+    var programs: [Program] = []
+    var recorder: HistoryRecorder<Model.Input, Model.Output>
+    var finished: Bool
+
+    init(
+        runner: ScenarioRunner<Model>, setUp: @escaping @Sendable () -> Object,
+        inputs: @escaping @Sendable (inout ScenarioGenerator) -> Model.Input,
+        perform: @escaping @Sendable (Object, Model.Input) -> Model.Output
+    ) {
+        self.runner = runner
+        self.setUp = setUp
+        self.inputs = inputs
+        self.perform = perform
+        self.barrier = SpinBarrier(parties: runner.threads)
+        self.recorder = HistoryRecorder(threads: runner.threads)
+        self.finished = runner.histories <= 0
+    }
+
+    /// Runs one thread's part of every history; thread 0 returns the report, the others nil.
+    func work(as thread: Int) -> ScenarioReport<Model.Input, Model.Output>? {
+        var lead = thread == 0 ? Leader() : nil
+        while true {
+            if lead != nil { prepare(history: lead!.started) }
+            barrier.wait()
+            if finished { return lead?.report(runner) }
+            for step in programs[thread] {
+                pause(step.pause)
+                let object = object!
+                recorder.record(thread: thread, step.input) { perform(object, step.input) }
+            }
+            barrier.wait()
+            lead?.check(recorder.history, using: runner)
+            if let leader = lead, !leader.shouldContinue(runner) { finished = true }
+        }
+    }
+
+    private func prepare(history: Int) {
+        guard !finished else { return }
+        let seed = runner.seed(ofHistory: history)
+        var picker = ScenarioGenerator(seed: seed, thread: -1)
+        programs = (0..<runner.threads).map { thread in
+            var generator = ScenarioGenerator(seed: seed &+ UInt64(thread + 1) &* 0x2545_F491_4F6C_DD1D, thread: thread)
+            let count = Int.random(in: runner.operationsPerThread, using: &picker)
+            return (0..<count).map { _ in
+                let input = inputs(&generator)
+                // Mostly back to back, sometimes a short spin, now and then a yield.
+                let pause = [0, 0, 0, 0, 0, 8, 64, -1].randomElement(using: &picker)!
+                return (input, pause)
+            }
+        }
+        object = setUp()
+        recorder = HistoryRecorder(threads: runner.threads)
+    }
+
+    private func pause(_ amount: Int) {
+        if amount < 0 {
+            sched_yield()
+        } else if amount > 0 {
+            for _ in 0..<amount { _ = spinSink.load(ordering: .relaxed) }
+        }
+    }
+
+    /// Thread 0's bookkeeping: what has run, what was found, and when to stop.
+    private struct Leader {
+        let clock = ContinuousClock()
+        let start: ContinuousClock.Instant
+        var started = 0
+        var checked = 0
+        var operations = 0
+        var unknown = 0
+        var checking = Duration.zero
+        var violation: ScenarioReport<Model.Input, Model.Output>.Violation?
+
+        init() {
+            start = clock.now
+        }
+
+        mutating func check(
+            _ history: [HistoryOperation<Model.Input, Model.Output>], using runner: ScenarioRunner<Model>
+        ) {
+            let checker = LinearizabilityChecker(model: runner.model, budget: runner.budget)
+            let began = clock.now
+            let verdict = checker.check(history)
+            checking += clock.now - began
+            switch verdict {
+            case .linearizable: break
+            case .unknown: unknown += 1
+            case .notLinearizable(let excerpt):
+                violation = .init(
+                    history: started, seed: runner.seed(ofHistory: started), operations: history, excerpt: excerpt)
+            }
+            checked += 1
+            operations += history.count
+            started += 1
+        }
+
+        func shouldContinue(_ runner: ScenarioRunner<Model>) -> Bool {
+            violation == nil && started < runner.histories && !timeIsUp(runner)
+        }
+
+        func timeIsUp(_ runner: ScenarioRunner<Model>) -> Bool { clock.now - start >= runner.timeLimit }
+
+        func report(_ runner: ScenarioRunner<Model>) -> ScenarioReport<Model.Input, Model.Output> {
+            ScenarioReport(
+                seed: runner.seed, historiesChecked: checked, operationsChecked: operations, unknown: unknown,
+                stoppedByTimeLimit: violation == nil && started < runner.histories, elapsed: clock.now - start,
+                checkingTime: checking, violation: violation)
+        }
+    }
+}
+
+/// Something for a pause's spin to read, so the loop is not optimized away.
+private let spinSink = Atomic<Int>(0)
+
+/// Makes a fixed number of threads wait for each other, again and again, spinning (and yielding)
+/// rather than sleeping so that they leave the barrier together.
+final class SpinBarrier: Sendable {
+    private let parties: Int
+    private let arrived = Atomic<Int>(0)
+    private let generation = Atomic<Int>(0)
+
+    init(parties: Int) {
+        self.parties = parties
+    }
+
+    func wait() {
+        let current = generation.load(ordering: .acquiring)
+        if arrived.add(1, ordering: .acquiringAndReleasing).newValue == parties {
+            arrived.store(0, ordering: .relaxed)
+            generation.add(1, ordering: .releasing)
+        } else {
+            // Spin first, so that the threads that are running leave together, within nanoseconds
+            // of each other; yield after a while, so a thread waiting for a core gets one.
+            var spins = 0
+            while generation.load(ordering: .acquiring) == current {
+                spins += 1
+                if spins > 20_000 { sched_yield() }
+            }
+        }
+    }
+}
