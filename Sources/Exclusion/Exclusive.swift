@@ -148,8 +148,6 @@ extension Exclusive {
 
     @usableFromInline var _typeName: String { "Exclusive<\(State.self)>" }
 
-    @usableFromInline var _lockOrderName: String { "\(_typeName) \"\(label)\"" }
-
     /// Gives up the state, then hands out what the accesses delivered, in the order they ran.
     @inlinable
     @inline(__always)

@@ -59,8 +59,6 @@ public final class ReadersWriter<State> {
 
     @usableFromInline var _typeName: String { "ReadersWriter<\(State.self)>" }
 
-    @usableFromInline var _lockOrderName: String { "\(_typeName) \"\(label)\"" }
-
     /// Before blocking for this instance: stops on re-entrancy, and checks the lock order against
     /// the other instances this thread is inside.
     @inlinable @inline(__always)

@@ -104,7 +104,6 @@ struct BitSet: Hashable {
         words = Array(repeating: 0, count: (count + 63) / 64)
     }
 
-    func contains(_ index: Int) -> Bool { words[index / 64] & (1 << UInt64(index % 64)) != 0 }
     mutating func insert(_ index: Int) { words[index / 64] |= 1 << UInt64(index % 64) }
     mutating func remove(_ index: Int) { words[index / 64] &= ~(1 << UInt64(index % 64)) }
 }

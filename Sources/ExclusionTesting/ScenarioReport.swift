@@ -4,14 +4,13 @@ import Foundation
 public struct ScenarioReport<Input: Sendable, Output: Sendable>: Sendable, CustomStringConvertible {
     /// A history that no sequential order explains.
     public struct Violation: Sendable {
-        /// Which history it was, counting from 0.
+        /// Which history it was, counting from 0. Running again with the report's ``seed``
+        /// generates the same operations for it.
         public let history: Int
-        /// The seed that generates this history's operations again.
-        public let seed: UInt64
         /// Every operation of the history, in call order.
         public let operations: [HistoryOperation<Input, Output>]
-        /// The operations the checker could not order: the one that blocked it and those
-        /// overlapping it.
+        /// Where the checker got stuck: the operation it could not place, the operations
+        /// overlapping it, and the last one that finished before it.
         public let excerpt: [HistoryOperation<Input, Output>]
     }
 
@@ -50,7 +49,7 @@ public struct ScenarioReport<Input: Sendable, Output: Sendable>: Sendable, Custo
         if unknown > 0 { lines.append("\(unknown) histories undecided: the checker's budget ran out") }
         if let violation {
             lines.append(
-                "history \(violation.history) (seed \(violation.seed)) is not linearizable; "
+                "history \(violation.history) is not linearizable; "
                     + "these operations can't be put in any order the model explains:")
             lines += violation.excerpt.map { "  \(Self.describe($0))" }
             lines.append("the whole history:")

@@ -4,9 +4,9 @@ import Synchronization
 /// One run's shared state. Thread 0 leads: between the barriers, while the others wait, it sets
 /// up each history and checks the one before.
 final class ScenarioRun<Model: SequentialModel, Object: Sendable>: @unchecked Sendable {
-    // @unchecked: `object`, `programs`, `recorder`, `finished` and the tallies are written only by
-    // thread 0 while the other threads wait at `barrier`, and read by them only after it; the
-    // barrier's atomics order those accesses.
+    // @unchecked: `object`, `programs`, `recorder` and `finished` are written only by thread 0
+    // while the other threads wait at `barrier`, and read by them only after it; the barrier's
+    // atomics order those accesses.
     typealias Program = [(input: Model.Input, pause: Int)]
 
     let runner: ScenarioRunner<Model>
@@ -38,12 +38,12 @@ final class ScenarioRun<Model: SequentialModel, Object: Sendable>: @unchecked Se
     func work(as thread: Int) -> ScenarioReport<Model.Input, Model.Output>? {
         var lead = thread == 0 ? Leader() : nil
         while true {
-            if lead != nil { prepare(history: lead!.started) }
+            if let lead { prepare(history: lead.checked) }
             barrier.wait()
             if finished { return lead?.report(runner) }
+            let object = object!
             for step in programs[thread] {
                 pause(step.pause)
-                let object = object!
                 recorder.record(thread: thread, step.input) { perform(object, step.input) }
             }
             barrier.wait()
@@ -54,8 +54,9 @@ final class ScenarioRun<Model: SequentialModel, Object: Sendable>: @unchecked Se
 
     private func prepare(history: Int) {
         guard !finished else { return }
-        let seed = runner.seed(ofHistory: history)
-        var picker = ScenarioGenerator(seed: seed, thread: -1)
+        // Each history's operations come from a seed of their own, derived from the run's.
+        var picker = ScenarioGenerator(seed: runner.seed &+ UInt64(history), thread: -1)
+        let seed = picker.next()
         programs = (0..<runner.threads).map { thread in
             var generator = ScenarioGenerator(seed: seed &+ UInt64(thread + 1) &* 0x2545_F491_4F6C_DD1D, thread: thread)
             let count = Int.random(in: runner.operationsPerThread, using: &picker)
@@ -82,7 +83,7 @@ final class ScenarioRun<Model: SequentialModel, Object: Sendable>: @unchecked Se
     private struct Leader {
         let clock = ContinuousClock()
         let start: ContinuousClock.Instant
-        var started = 0
+        /// How many histories ran and were checked; also the number of the next one.
         var checked = 0
         var operations = 0
         var unknown = 0
@@ -104,24 +105,20 @@ final class ScenarioRun<Model: SequentialModel, Object: Sendable>: @unchecked Se
             case .linearizable: break
             case .unknown: unknown += 1
             case .notLinearizable(let excerpt):
-                violation = .init(
-                    history: started, seed: runner.seed(ofHistory: started), operations: history, excerpt: excerpt)
+                violation = .init(history: checked, operations: history, excerpt: excerpt)
             }
             checked += 1
             operations += history.count
-            started += 1
         }
 
         func shouldContinue(_ runner: ScenarioRunner<Model>) -> Bool {
-            violation == nil && started < runner.histories && !timeIsUp(runner)
+            violation == nil && checked < runner.histories && clock.now - start < runner.timeLimit
         }
-
-        func timeIsUp(_ runner: ScenarioRunner<Model>) -> Bool { clock.now - start >= runner.timeLimit }
 
         func report(_ runner: ScenarioRunner<Model>) -> ScenarioReport<Model.Input, Model.Output> {
             ScenarioReport(
                 seed: runner.seed, historiesChecked: checked, operationsChecked: operations, unknown: unknown,
-                stoppedByTimeLimit: violation == nil && started < runner.histories, elapsed: clock.now - start,
+                stoppedByTimeLimit: violation == nil && checked < runner.histories, elapsed: clock.now - start,
                 checkingTime: checking, violation: violation)
         }
     }

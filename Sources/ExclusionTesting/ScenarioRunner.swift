@@ -28,7 +28,7 @@ import Foundation
 /// for a few generated moments, so that over many histories they meet in many different ways.
 ///
 /// - Warning: The runner starts its own threads and never blocks the caller's, so it is safe to
-///   await from a test. `perform` runs on those threads: it must be synchronous and must return.
+///   await from a test. `perform` runs on those threads, and must return.
 public struct ScenarioRunner<Model: SequentialModel>: Sendable {
     /// The sequential specification the histories are checked against.
     public var model: Model
@@ -104,12 +104,6 @@ extension ScenarioRunner {
             Task { outcome.deliver(await perform(object, input)) }
             return outcome.wait()
         }
-    }
-
-    /// The seed one history's operations are generated from.
-    func seed(ofHistory history: Int) -> UInt64 {
-        var generator = ScenarioGenerator(seed: seed &+ UInt64(history), thread: -1)
-        return generator.next()
     }
 }
 

@@ -11,8 +11,13 @@ import Musl
 /// An instance the lock-order check can name in its message.
 @usableFromInline
 protocol _LockOrderNamed: AnyObject {
+    var _typeName: String { get }
+    var label: String { get }
+}
+
+extension _LockOrderNamed {
     /// Its type and label, as the messages show it: `Exclusive<Ledger> "bank ledger"`.
-    var _lockOrderName: String { get }
+    var _lockOrderName: String { "\(_typeName) \"\(label)\"" }
 }
 
 /// Lock-order deadlock detection: stops the process the first time two instances are nested in
@@ -48,7 +53,7 @@ enum _LockOrder {
 
     private static let graph = Graph()
 
-    /// Call before blocking for `instance` while this thread holds `held` other instances.
+    /// Call before `thread` blocks for `instance` while it is inside other instances.
     @usableFromInline
     static func willAcquire(
         _ instance: some _LockOrderNamed, holding thread: _CurrentThread, file: StaticString, line: UInt
@@ -137,7 +142,8 @@ extension _LockOrder {
                     while let previous = cameFrom[path.last!] { path.append(previous) }
                     return path.reversed()
                 }
-                for next in nodes[current]?.successors.keys ?? [:].keys where next != start && cameFrom[next] == nil {
+                guard let successors = nodes[current]?.successors else { continue }
+                for next in successors.keys where next != start && cameFrom[next] == nil {
                     cameFrom[next] = current
                     frontier.append(next)
                 }
