@@ -36,17 +36,19 @@ let package = Package(
         ),
 
         // Tests
+        .target(name: "ToolTesting", path: "Tests/ToolTesting"),
         .testTarget(name: "ExclusionTests", dependencies: ["Exclusion"]),
         .testTarget(
             name: "BankingTests",
             dependencies: [
-                "Banking", "bank", "ExclusionTesting", .product(name: "PropertyBased", package: "swift-property-based"),
+                "Banking", "bank", "ExclusionTesting", "ToolTesting",
+                .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
         .testTarget(
             name: "DocumentsTests",
             dependencies: [
-                "Documents", "docs", "ExclusionTesting",
+                "Documents", "docs", "ExclusionTesting", "ToolTesting",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),

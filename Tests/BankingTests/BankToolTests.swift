@@ -1,36 +1,11 @@
 import Foundation
 import Testing
+import ToolTesting
 
 /// End-to-end: the built `bank` executable, its output and its exit codes.
 @Suite("bank tool")
 struct BankToolTests {
-    /// The `bank` executable next to this test binary (SwiftPM builds it because the tests depend on it).
-    private static let executable: URL = {
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("bank")
-    }()
-
-    private struct Run {
-        let status: Int32
-        let output: String
-        let errors: String
-    }
-
-    private func bank(_ arguments: String...) throws -> Run {
-        let process = Process()
-        process.executableURL = Self.executable
-        process.arguments = arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Run(
-            status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
-            errors: String(decoding: errorData, as: UTF8.self))
-    }
+    private func bank(_ arguments: String...) throws -> ToolRun { try runTool("bank", arguments) }
 
     @Test func simulatePrintsAReportAndExitsZero() throws {
         let run = try bank("simulate", "--accounts", "40", "--threads", "3", "--operations", "5000")
@@ -69,16 +44,8 @@ struct BankToolTests {
         ["withdraw"],
     ])
     func badArgumentsExit64WithAMessage(arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = Self.executable
-        process.arguments = arguments
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = Pipe()
-        try process.run()
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 64)
-        #expect(message.contains("Error:"))
+        let run = try runTool("bank", arguments)
+        #expect(run.status == 64)
+        #expect(run.errors.contains("Error:"))
     }
 }

@@ -1,35 +1,11 @@
 import Foundation
 import Testing
+import ToolTesting
 
 /// End-to-end: the built `docs` executable on generated files, broken ones included.
 @Suite("docs tool")
 struct DocsToolTests {
-    private static let executable: URL = {
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("docs")
-    }()
-
-    private struct Run {
-        let status: Int32
-        let output: String
-        let errors: String
-    }
-
-    private func docs(_ arguments: [String]) throws -> Run {
-        let process = Process()
-        process.executableURL = Self.executable
-        process.arguments = arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Run(
-            status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
-            errors: String(decoding: errorData, as: UTF8.self))
-    }
+    private func docs(_ arguments: [String]) throws -> ToolRun { try runTool("docs", arguments) }
 
     @Test func importListShowAndRemove() throws {
         let input = TemporaryFolder("docs-input")
