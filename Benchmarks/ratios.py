@@ -56,6 +56,8 @@ SINGLES = [
     ("1M accounts: one balance read", "Bank balance read, 1M accounts"),
     ("2,000 empty `BackgroundOperation`s, 2 at a time (ms): the import's fixed overhead",
      "2000 empty BackgroundOperations, 2 at a time"),
+    ("2,000 empty `BlockOperation`s, 2 at a time (ms): the operation queue's share of it",
+     "peer: 2000 empty BlockOperations, 2 at a time"),
 ]
 
 

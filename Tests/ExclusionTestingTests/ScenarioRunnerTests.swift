@@ -165,17 +165,10 @@ struct PrimitiveLinearizabilityTests {
                 .swap(Int.random(in: 1...9, using: &generator))
             },
             perform: { register, input in
-                switch input {
-                case .write(let new):
-                    register.write { $0 = new }
-                    return nil
-                case .swap(let new):
-                    let old = register.read { $0 }
-                    register.write { $0 = new }
-                    return old
-                case .read:
-                    return register.read { $0 }
-                }
+                guard case .swap(let new) = input else { fatalError("only swaps are generated") }
+                let old = register.read { $0 }
+                register.write { $0 = new }
+                return old
             })
         expectViolation(report, "swap reading then writing")
     }

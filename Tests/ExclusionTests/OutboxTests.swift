@@ -24,46 +24,28 @@ struct OutboxTests {
     @Test func postsFromManyThreadsArriveInCommitOrder() async {
         // Each access stamps the next number and posts it; a serial queue must see 1, 2, 3, ...
         let counter = Exclusive(0)
-        let queue = DispatchQueue(label: "notifications")
-        let arrived = Recorder<Int>()
-        let done = Countdown(4 * 2_000)
-        await onThreads(4) { _ in
-            for _ in 0..<2_000 {
-                syncAccessWithOutbox(counter) { state, outbox in
-                    state += 1
-                    let stamp = state
-                    outbox.post(on: queue) {
-                        arrived.record(stamp)
-                        done.arrive()
-                    }
-                }
+        let arrived = await arrivalOrder(threads: 4, commits: 2_000) { queue, deliver in
+            syncAccessWithOutbox(counter) { state, outbox in
+                state += 1
+                let stamp = state
+                outbox.post(on: queue) { deliver(stamp) }
             }
         }
-        await done.wait()
-        #expect(arrived.values == Array(1...8_000))
+        #expect(arrived == Array(1...8_000))
     }
 
     @Test func theOrderCheckCatchesPostingAfterTheAccessReturns() async {
         // The naive way, posting after the access returns, lets threads overtake each other.
         let counter = Exclusive(0)
-        let queue = DispatchQueue(label: "notifications")
-        let arrived = Recorder<Int>()
-        let done = Countdown(4 * 2_000)
-        await onThreads(4) { _ in
-            for _ in 0..<2_000 {
-                let stamp = syncAccess(counter) { state -> Int in
-                    state += 1
-                    return state
-                }
-                usleep(UInt32.random(in: 0...20))  // anything can come between the access and the post
-                queue.async {
-                    arrived.record(stamp)
-                    done.arrive()
-                }
+        let arrived = await arrivalOrder(threads: 4, commits: 2_000) { queue, deliver in
+            let stamp = syncAccess(counter) { state -> Int in
+                state += 1
+                return state
             }
+            usleep(UInt32.random(in: 0...20))  // anything can come between the access and the post
+            queue.async { deliver(stamp) }
         }
-        await done.wait()
-        let inCommitOrder = arrived.values == Array(1...8_000)
+        let inCommitOrder = arrived == Array(1...8_000)
         #expect(!inCommitOrder)
     }
 
@@ -82,24 +64,36 @@ struct OutboxTests {
 
     @Test func readersWriterWritesPostInCommitOrder() async {
         let counter = ReadersWriter(0)
-        let queue = DispatchQueue(label: "notifications")
-        let arrived = Recorder<Int>()
-        let done = Countdown(2 * 2_000)
-        await onThreads(2) { _ in
-            for _ in 0..<2_000 {
-                counter.write { (state: inout Int, outbox: inout Outbox) in
-                    state += 1
-                    let stamp = state
-                    outbox.post(on: queue) {
-                        arrived.record(stamp)
-                        done.arrive()
-                    }
-                }
+        let arrived = await arrivalOrder(threads: 2, commits: 2_000) { queue, deliver in
+            counter.write { (state: inout Int, outbox: inout Outbox) in
+                state += 1
+                let stamp = state
+                outbox.post(on: queue) { deliver(stamp) }
             }
         }
-        await done.wait()
-        #expect(arrived.values == Array(1...4_000))
+        #expect(arrived == Array(1...4_000))
     }
+}
+
+/// Runs `commits` commits on each of `threads` threads. Each `commit` stamps a number and has
+/// `deliver` called with it on the serial queue it is given; returns the stamps in the order they
+/// arrived there.
+private func arrivalOrder(
+    threads: Int, commits: Int,
+    _ commit: @escaping @Sendable (DispatchQueue, @escaping @Sendable (Int) -> Void) -> Void
+) async -> [Int] {
+    let queue = DispatchQueue(label: "notifications")
+    let arrived = Recorder<Int>()
+    let done = Countdown(threads * commits)
+    let deliver: @Sendable (Int) -> Void = { stamp in
+        arrived.record(stamp)
+        done.arrive()
+    }
+    await onThreads(threads) { _ in
+        for _ in 0..<commits { commit(queue, deliver) }
+    }
+    await done.wait()
+    return arrived.values
 }
 
 private func syncAccessWithOutbox(_ value: Exclusive<Int>, _ body: (inout Int, inout Outbox) -> Void) {

@@ -74,6 +74,14 @@ let benchmarks: @Sendable () -> Void = {
         benchmark.startMeasurement()
         operations.addOperations(batch, waitUntilFinished: true)
     }
+    Benchmark("peer: 2000 empty BlockOperations, 2 at a time") { benchmark in
+        // What the operation queue itself costs per operation, without ours.
+        let operations = OperationQueue()
+        operations.maxConcurrentOperationCount = 2
+        let batch = (0..<fileCount).map { _ in BlockOperation {} }
+        benchmark.startMeasurement()
+        operations.addOperations(batch, waitUntilFinished: true)
+    }
     Benchmark("bound: parse 2000 files on 2 threads, no operations") { benchmark in
         // The most any two-core import could gain: the same parsing spread over both cores with
         // concurrentPerform, with no operations, no index and no delivery.
@@ -88,46 +96,40 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     let names = (0..<10_000).map { "document-\($0).txt" }
-    Benchmark(
-        "allDocs of 10000 names, writer adding",
-        configuration: .init(metrics: [.wallClock], timeUnits: .nanoseconds, scalingFactor: .kilo, maxIterations: 200)
-    ) { benchmark in
+    let perCopy = Benchmark.Configuration(
+        metrics: [.wallClock], timeUnits: .nanoseconds, scalingFactor: .kilo, maxIterations: 200)
+    Benchmark("allDocs of 10000 names, writer adding", configuration: perCopy) { benchmark in
         let manager = DocumentManager()
         for name in names { manager.addDocumentName(name) }
         _ = manager.allDocs
-        let stop = Atomic<Bool>(false)
-        let writer = Thread {
-            var step = 0
-            while !stop.load(ordering: .relaxed) {
-                step += 1
-                manager.addDocumentName("extra-\(step).txt")
-                usleep(50)
-            }
+        whileAWriterAdds(manager.addDocumentName) {
+            benchmark.startMeasurement()
+            for _ in benchmark.scaledIterations { blackHole(manager.allDocs) }
+            benchmark.stopMeasurement()
         }
-        writer.start()
-        benchmark.startMeasurement()
-        for _ in benchmark.scaledIterations { blackHole(manager.allDocs) }
-        benchmark.stopMeasurement()
-        stop.store(true, ordering: .relaxed)
     }
-    Benchmark(
-        "peer: copy 10000 names under NSLock, writer adding",
-        configuration: .init(metrics: [.wallClock], timeUnits: .nanoseconds, scalingFactor: .kilo, maxIterations: 200)
-    ) { benchmark in
+    Benchmark("peer: copy 10000 names under NSLock, writer adding", configuration: perCopy) { benchmark in
         let locked = LockedNames(names)
-        let stop = Atomic<Bool>(false)
-        let writer = Thread {
-            var step = 0
-            while !stop.load(ordering: .relaxed) {
-                step += 1
-                locked.add("extra-\(step).txt")
-                usleep(50)
-            }
+        whileAWriterAdds(locked.add) {
+            benchmark.startMeasurement()
+            for _ in benchmark.scaledIterations { blackHole(locked.copy()) }
+            benchmark.stopMeasurement()
         }
-        writer.start()
-        benchmark.startMeasurement()
-        for _ in benchmark.scaledIterations { blackHole(locked.copy()) }
-        benchmark.stopMeasurement()
-        stop.store(true, ordering: .relaxed)
     }
+}
+
+/// Runs `body` while another thread adds a new name every 50 µs or so.
+func whileAWriterAdds(_ add: @escaping @Sendable (String) -> Void, _ body: () -> Void) {
+    let stop = Atomic<Bool>(false)
+    let writer = Thread {
+        var step = 0
+        while !stop.load(ordering: .relaxed) {
+            step += 1
+            add("extra-\(step).txt")
+            usleep(50)
+        }
+    }
+    writer.start()
+    body()
+    stop.store(true, ordering: .relaxed)
 }
