@@ -46,6 +46,9 @@ ROWS = [
      "peer: parse 2000 files on one thread", "speedup", "≥ 1.6×"),
     ("Bound for any import: 2 threads parsing, no operations, speed-up over one thread",
      "bound: parse 2000 files on 2 threads, no operations", "peer: parse 2000 files on one thread", "speedup", "—"),
+    ("Bound for an import with one operation per file: the same parsing in plain BlockOperations",
+     "bound: parse 2000 files in 2000 BlockOperations, 2 at a time", "peer: parse 2000 files on one thread",
+     "speedup", "—"),
     ("`allDocs` of 10,000 names with a writer vs copying under NSLock", "allDocs of 10000 names, writer adding",
      "peer: copy 10000 names under NSLock, writer adding", "time", "≤ 2×"),
 ]

@@ -33,14 +33,13 @@ extension DocumentManager {
         operations.name = "document import"
         operations.maxConcurrentOperationCount = ProcessInfo.processInfo.activeProcessorCount
         progress.cancellationHandler = { operations.cancelAllOperations() }
-        let tally = Exclusive(ImportTally(remaining: urls.count), label: "import tally")
-
         if urls.isEmpty {
             queue.async {
                 delegate?.documentManager(self, didFinishImport: ImportSummary(imported: 0, failed: 0, cancelled: 0))
             }
             return progress
         }
+        let tally = Exclusive(ImportTally(remaining: urls.count), label: "import tally")
         let batch = urls.map { url in
             BackgroundOperation<DocumentInfo>(
                 deliverOn: queue,

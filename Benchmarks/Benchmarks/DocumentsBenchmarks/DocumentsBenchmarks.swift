@@ -89,6 +89,16 @@ let benchmarks: @Sendable () -> Void = {
         benchmark.startMeasurement()
         DispatchQueue.concurrentPerform(iterations: files.count) { index in blackHole(parseOne(files[index])) }
     }
+    Benchmark("bound: parse 2000 files in 2000 BlockOperations, 2 at a time") { benchmark in
+        // The most an import with one operation per file can gain: the same parsing, each file in
+        // a plain operation of its own, nothing of ours.
+        let files = generatedFiles
+        let operations = OperationQueue()
+        operations.maxConcurrentOperationCount = 2
+        let batch = files.map { file in BlockOperation { blackHole(parseOne(file)) } }
+        benchmark.startMeasurement()
+        operations.addOperations(batch, waitUntilFinished: true)
+    }
     Benchmark("peer: parse 2000 files on one thread") { benchmark in
         let files = generatedFiles
         benchmark.startMeasurement()
