@@ -16,13 +16,24 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // Libraries
         .target(name: "ExclusionShims"),
         .target(name: "Exclusion", dependencies: ["ExclusionShims"]),
         .target(name: "Banking", dependencies: ["Exclusion"]),
-        .target(name: "Documents", dependencies: ["Exclusion"]),
+        .target(
+            name: "Documents",
+            dependencies: ["Exclusion", "DocumentsXML", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        // libxml2 behind a header of our own: its headers clash with Foundation's when imported into Swift.
+        .target(name: "DocumentsXML", dependencies: ["CLibXML2"]),
+        .systemLibrary(
+            name: "CLibXML2",
+            pkgConfig: "libxml-2.0",
+            providers: [.apt(["libxml2-dev"]), .brew(["libxml2"])]
+        ),
         .target(name: "ExclusionTesting"),
 
         // Tools

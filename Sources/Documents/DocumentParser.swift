@@ -1,8 +1,5 @@
+import DocumentsXML
 import Foundation
-
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
 
 /// Reads a document's bytes into a ``DocumentInfo``, or says precisely what is wrong with them.
 ///
@@ -48,94 +45,40 @@ enum DocumentParser {
 
     // MARK: - XML
 
+    /// XML through libxml2 (see DocumentsXML): well-formedness per XML 1.0, internal DTD subsets and
+    /// their entities, and no external entity, DTD or network ever loaded.
     private static func parseXML(_ data: Data, name: String) throws(DocumentError) -> (String?, Int) {
-        let parser = XMLParser(data: data)
-        let reader = XMLReader()
-        parser.delegate = reader
-        guard parser.parse(), reader.sawRootElement else {
-            let reason = parser.parserError.map { "\($0.localizedDescription)" } ?? "not well-formed XML"
-            throw .malformed(name, reason: "line \(parser.lineNumber): \(reason)")
+        var result = documents_xml_result()
+        data.withUnsafeBytes { bytes in
+            // Data is never empty here, so baseAddress is not nil.
+            documents_xml_parse(bytes.baseAddress!, bytes.count, &result)
         }
-        // Some XMLParser implementations accept a document that simply stops; an element left open
-        // means the file was cut short.
-        if let unclosed = reader.openElements.last {
-            throw .malformed(name, reason: "line \(parser.lineNumber): the document ends inside <\(unclosed)>")
+        defer { documents_xml_result_free(&result) }
+        guard result.well_formed != 0 else {
+            let reason = result.error_message.map { String(cString: $0) } ?? "not well-formed XML"
+            throw .malformed(name, reason: result.error_line > 0 ? "line \(result.error_line): \(reason)" : reason)
         }
-        return (reader.title, wordCount(reader.text))
+        let text = utf8String(result.text, count: result.text_length)
+        let title = result.title.map {
+            utf8String($0, count: result.title_length).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        return (title, wordCount(text))
     }
 
-    /// Collects character data and the first `<title>` element's text.
-    private final class XMLReader: NSObject, XMLParserDelegate {
-        var text = ""
-        var title: String?
-        var sawRootElement = false
-        var openElements: [String] = []
-        private var titleDepth = 0
-        private var titleText = ""
-
-        func parser(
-            _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
-            qualifiedName: String?, attributes: [String: String] = [:]
-        ) {
-            sawRootElement = true
-            openElements.append(elementName)
-            if elementName == "title", title == nil { titleDepth += 1 }
-            text += " "
-        }
-
-        func parser(
-            _ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName: String?
-        ) {
-            _ = openElements.popLast()
-            if elementName == "title", titleDepth > 0, title == nil {
-                titleDepth -= 1
-                if titleDepth == 0 {
-                    title = titleText.trimmingCharacters(in: .whitespacesAndNewlines)
-                }
-            }
-            text += " "
-        }
-
-        func parser(_ parser: XMLParser, foundCharacters string: String) {
-            text += string
-            if titleDepth > 0 { titleText += string }
-        }
-
-        func parser(_ parser: XMLParser, foundCDATA CDATABlock: Data) {
-            let string = String(decoding: CDATABlock, as: UTF8.self)
-            text += string
-            if titleDepth > 0 { titleText += string }
-        }
+    private static func utf8String(_ bytes: UnsafeMutablePointer<CChar>?, count: Int) -> String {
+        guard let bytes, count > 0 else { return "" }
+        return String(decoding: UnsafeRawBufferPointer(start: bytes, count: count), as: UTF8.self)
     }
 
     // MARK: - JSON
 
     private static func parseJSON(_ data: Data, name: String) throws(DocumentError) -> (String?, Int) {
-        let object: Any
+        var reader = JSONReader()
         do {
-            object = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
+            try reader.read(data)
         } catch {
-            throw .malformed(name, reason: jsonReason(error, data: data))
+            throw .malformed(name, reason: "line \(error.line): not valid JSON: \(error.reason)")
         }
-        let title = (object as? [String: Any])?["title"] as? String
-        return (title, strings(in: object).reduce(0) { $0 + wordCount($1) })
-    }
-
-    private static func strings(in object: Any) -> [String] {
-        switch object {
-        case let string as String: [string]
-        case let array as [Any]: array.flatMap(strings(in:))
-        case let dictionary as [String: Any]: dictionary.values.flatMap(strings(in:))
-        default: []
-        }
-    }
-
-    private static func jsonReason(_ error: any Error, data: Data) -> String {
-        let nsError = error as NSError
-        if let index = nsError.userInfo["NSJSONSerializationErrorIndex"] as? Int, index <= data.count {
-            let line = data.prefix(index).reduce(1) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
-            return "line \(line): not valid JSON (\(nsError.localizedDescription))"
-        }
-        return "not valid JSON (\(nsError.localizedDescription))"
+        return (reader.title, reader.strings.reduce(0) { $0 + wordCount($1) })
     }
 }

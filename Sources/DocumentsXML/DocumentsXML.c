@@ -1,0 +1,231 @@
+// A SAX reader over libxml2 that collects what DocumentInfo needs and nothing else.
+//
+// Why by hand: Foundation's XMLParser on Linux crashes on some internal DTD subsets and accepts
+// content after the root element, and libxml2's own headers can't be imported into Swift next to
+// Foundation. This file is the thin layer between the two: libxml2 does all the parsing.
+
+#include "DocumentsXML.h"
+
+#include <libxml/SAX2.h>
+#include <libxml/parser.h>
+#include <libxml/parserInternals.h>
+#include <libxml/xmlerror.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct buffer {
+    char *bytes;
+    size_t length;
+    size_t capacity;
+} buffer;
+
+typedef struct reader {
+    buffer text;
+    buffer title;
+    int saw_root;
+    int title_depth;  // > 0 while inside the first <title>
+    int title_done;
+    int out_of_memory;
+    int error_line;
+    char *error_message;  // the first error only: later ones are usually its echoes
+} reader;
+
+static void append(reader *state, buffer *into, const char *bytes, size_t length) {
+    if (state->out_of_memory || length == 0) return;
+    if (into->length + length > into->capacity) {
+        size_t capacity = into->capacity ? into->capacity : 256;
+        while (capacity < into->length + length) capacity *= 2;
+        char *grown = realloc(into->bytes, capacity);
+        if (grown == NULL) {
+            state->out_of_memory = 1;
+            return;
+        }
+        into->bytes = grown;
+        into->capacity = capacity;
+    }
+    memcpy(into->bytes + into->length, bytes, length);
+    into->length += length;
+}
+
+static reader *state_of(void *context) { return ((xmlParserCtxtPtr)context)->_private; }
+
+static void fail(xmlParserCtxtPtr context, int line, const char *message) {
+    reader *state = context->_private;
+    if (state->error_message != NULL) return;
+    state->error_line = line;
+    state->error_message = strdup(message);
+    size_t length = strlen(state->error_message);
+    while (length > 0 && (state->error_message[length - 1] == '\n' || state->error_message[length - 1] == ' ')) {
+        state->error_message[--length] = '\0';
+    }
+}
+
+// MARK: - SAX callbacks
+
+static void start_element(void *context, const xmlChar *local_name, const xmlChar *prefix, const xmlChar *uri,
+                          int namespace_count, const xmlChar **namespaces, int attribute_count, int defaulted,
+                          const xmlChar **attributes) {
+    (void)prefix, (void)uri, (void)namespace_count, (void)namespaces, (void)attribute_count, (void)defaulted;
+    (void)attributes;
+    reader *state = state_of(context);
+    state->saw_root = 1;
+    if (state->title_depth > 0 || (!state->title_done && strcmp((const char *)local_name, "title") == 0)) {
+        state->title_depth += 1;
+    }
+    append(state, &state->text, " ", 1);
+}
+
+static void end_element(void *context, const xmlChar *local_name, const xmlChar *prefix, const xmlChar *uri) {
+    (void)local_name, (void)prefix, (void)uri;
+    reader *state = state_of(context);
+    if (state->title_depth > 0) {
+        state->title_depth -= 1;
+        if (state->title_depth == 0) state->title_done = 1;
+    }
+    append(state, &state->text, " ", 1);
+}
+
+static void characters(void *context, const xmlChar *bytes, int length) {
+    reader *state = state_of(context);
+    append(state, &state->text, (const char *)bytes, (size_t)length);
+    if (state->title_depth > 0) append(state, &state->title, (const char *)bytes, (size_t)length);
+}
+
+// External entities and DTDs are refused where libxml2 looks them up, so none is ever opened,
+// whatever the parser's global entity loader is.
+static xmlEntityPtr get_entity(void *context, const xmlChar *name) {
+    xmlEntityPtr entity = xmlSAX2GetEntity(context, name);
+    if (entity != NULL && (entity->etype == XML_EXTERNAL_GENERAL_PARSED_ENTITY ||
+                           entity->etype == XML_EXTERNAL_GENERAL_UNPARSED_ENTITY)) {
+        xmlParserCtxtPtr parser = context;
+        char message[300];
+        snprintf(message, sizeof message, "the external entity &%.200s; is not loaded", (const char *)name);
+        fail(parser, xmlSAX2GetLineNumber(parser), message);
+        xmlStopParser(parser);
+        return NULL;
+    }
+    return entity;
+}
+
+static xmlEntityPtr get_parameter_entity(void *context, const xmlChar *name) {
+    xmlEntityPtr entity = xmlSAX2GetParameterEntity(context, name);
+    if (entity != NULL && entity->etype == XML_EXTERNAL_PARAMETER_ENTITY) {
+        xmlParserCtxtPtr parser = context;
+        char message[300];
+        snprintf(message, sizeof message, "the external parameter entity %%%.200s; is not loaded",
+                 (const char *)name);
+        fail(parser, xmlSAX2GetLineNumber(parser), message);
+        xmlStopParser(parser);
+        return NULL;
+    }
+    return entity;
+}
+
+static xmlParserInputPtr resolve_entity(void *context, const xmlChar *public_id, const xmlChar *system_id) {
+    (void)context, (void)public_id, (void)system_id;
+    return NULL;
+}
+
+static void external_subset(void *context, const xmlChar *name, const xmlChar *public_id,
+                            const xmlChar *system_id) {
+    (void)context, (void)name, (void)public_id, (void)system_id;
+}
+
+static void structured_error(void *context, xmlErrorPtr error) {
+    if (error == NULL || error->level < XML_ERR_ERROR) return;  // warnings don't make a document malformed
+    xmlParserCtxtPtr parser = context;
+    fail(parser, error->line, error->message ? error->message : "not well-formed XML");
+}
+
+// MARK: - Parsing
+
+static pthread_once_t initialized = PTHREAD_ONCE_INIT;
+static void initialize(void) { xmlInitParser(); }
+
+void documents_xml_parse(const void *bytes, size_t length, documents_xml_result *result) {
+    memset(result, 0, sizeof *result);
+    pthread_once(&initialized, initialize);
+    reader state;
+    memset(&state, 0, sizeof state);
+
+    if (length > (size_t)INT32_MAX) {
+        result->error_message = strdup("the document is larger than 2 GiB");
+        return;
+    }
+    xmlParserCtxtPtr parser = xmlCreateMemoryParserCtxt(bytes, (int)length);
+    if (parser == NULL) {
+        result->error_message = strdup("libxml2 could not start a parser");
+        return;
+    }
+    xmlSAXHandler handler;
+    memset(&handler, 0, sizeof handler);
+    xmlSAXVersion(&handler, 2);  // SAX2's defaults keep the internal subset's declarations
+    handler.startElementNs = start_element;
+    handler.endElementNs = end_element;
+    handler.characters = characters;
+    handler.cdataBlock = characters;
+    handler.ignorableWhitespace = characters;
+    handler.getEntity = get_entity;
+    handler.getParameterEntity = get_parameter_entity;
+    handler.resolveEntity = resolve_entity;
+    handler.externalSubset = external_subset;
+    handler.serror = structured_error;
+    handler.error = NULL;
+    handler.warning = NULL;
+    handler.fatalError = NULL;
+    handler.startElement = NULL;  // SAX1 callbacks, unused with SAX2
+    handler.endElement = NULL;
+    handler.reference = NULL;
+    handler.comment = NULL;
+    handler.processingInstruction = NULL;
+
+    xmlSAXHandlerPtr original = parser->sax;
+    parser->sax = &handler;
+    parser->userData = parser;
+    parser->_private = &state;
+    // NOENT: internal entities are replaced by their text, so it counts; NONET: no network, ever.
+    // HUGE stays off, so libxml2's limits on entity amplification and depth hold.
+    xmlCtxtUseOptions(parser, XML_PARSE_NOENT | XML_PARSE_NONET | XML_PARSE_NOCDATA);
+    parser->sax = &handler;  // options may touch the handler; ours is what runs
+
+    xmlParseDocument(parser);
+
+    int well_formed = parser->wellFormed && state.error_message == NULL && state.saw_root && !state.out_of_memory;
+    if (!well_formed && state.error_message == NULL) {
+        fail(parser, xmlSAX2GetLineNumber(parser),
+             state.out_of_memory ? "out of memory" : (state.saw_root ? "not well-formed XML" : "no root element"));
+    }
+    parser->sax = original;
+    if (parser->myDoc != NULL) {
+        xmlFreeDoc(parser->myDoc);
+        parser->myDoc = NULL;
+    }
+    xmlFreeParserCtxt(parser);
+
+    result->well_formed = well_formed;
+    if (well_formed) {
+        free(state.error_message);
+        result->text = state.text.bytes;
+        result->text_length = state.text.length;
+        if (state.title_done || state.title_depth > 0) {
+            // An empty title is still a title: give it a buffer of its own.
+            result->title = state.title.bytes ? state.title.bytes : malloc(1);
+            result->title_length = state.title.length;
+        } else {
+            free(state.title.bytes);
+        }
+    } else {
+        free(state.text.bytes);
+        free(state.title.bytes);
+        result->error_line = state.error_line;
+        result->error_message = state.error_message;
+    }
+}
+
+void documents_xml_result_free(documents_xml_result *result) {
+    free(result->text);
+    free(result->title);
+    free(result->error_message);
+    memset(result, 0, sizeof *result);
+}
