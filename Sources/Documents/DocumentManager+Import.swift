@@ -5,14 +5,19 @@ import Foundation
 // MARK: - Importing files in the background
 
 extension DocumentManager {
-    /// Reads, parses and stores each file in the background, reporting to `delegate` on `queue`.
+    /// Reads, parses and stores files in the background, reporting to `delegate` on `queue`.
     ///
-    /// Each file is a `BackgroundOperation` on an operation queue that runs at most as many at
-    /// once as there are cores. A file that fails (missing, a folder, unreadable, an unsupported
-    /// extension, malformed) fails alone and changes nothing; the others import. The delegate hears
-    /// about each file and then, exactly once, gets the summary; ``documentsDidChangeNotification``
-    /// is posted once on `queue`, just before the summary, if anything was imported. Nothing is
-    /// delivered while the index is held.
+    /// Files are read and parsed in `BackgroundOperation`s, a few files each, on an operation
+    /// queue that runs as many at once as there are cores. Parsed files are stored in batches: one
+    /// transaction takes every file parsed while the previous one was being written, so a store on
+    /// disk pays for a durable commit per batch, not per file.
+    ///
+    /// A file that fails (missing, a folder, unreadable, an unsupported extension, malformed, or a
+    /// second file with the name of one earlier in `urls`) fails alone and changes nothing; the
+    /// others import. If a batch can't be written, each of its files fails with that error. The
+    /// delegate hears about each file, once it is stored or has failed, and then, exactly once,
+    /// gets the summary; ``documentsDidChangeNotification`` is posted once on `queue`, just before
+    /// the summary, if anything was imported. Nothing is delivered while the registry is held.
     ///
     /// ```swift
     /// let progress = documents.importDocuments(at: urls, delegate: self)
@@ -29,51 +34,78 @@ extension DocumentManager {
         at urls: [URL], deliverOn queue: DispatchQueue = .main, delegate: (any DocumentImportDelegate)?
     ) -> Progress {
         let progress = Progress(totalUnitCount: Int64(urls.count))
-        let operations = OperationQueue()
-        operations.name = "document import"
-        operations.maxConcurrentOperationCount = ProcessInfo.processInfo.activeProcessorCount
-        progress.cancellationHandler = { operations.cancelAllOperations() }
         if urls.isEmpty {
             queue.async {
                 delegate?.documentManager(self, didFinishImport: ImportSummary(imported: 0, failed: 0, cancelled: 0))
             }
             return progress
         }
-        let tally = Exclusive(ImportTally(remaining: urls.count), label: "import tally")
-        let batch = urls.map { url in
-            BackgroundOperation<DocumentInfo>(
+        let operations = OperationQueue()
+        operations.name = "document import"
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        operations.maxConcurrentOperationCount = cores
+        progress.cancellationHandler = { operations.cancelAllOperations() }
+
+        let run = ImportRun(manager: self, total: urls.count, queue: queue, delegate: delegate, progress: progress)
+        let (files, duplicates) = Self.firstOfEachName(urls)
+        run.report(failures: duplicates)
+
+        // Enough operations to keep every core busy to the end, few enough that each carries
+        // several files: an operation costs about as much as parsing a small file.
+        let filesPerOperation = min(32, max(1, files.count / (cores * 16)))
+        let batch = stride(from: 0, to: files.count, by: filesPerOperation).map { start in
+            let chunk = Array(files[start..<min(start + filesPerOperation, files.count)])
+            return BackgroundOperation<Void>(
                 deliverOn: queue,
                 work: { operation in
-                    guard !operation.isCancelled else { throw CancellationError() }
-                    return try self.importFile(at: url)
+                    var parsed: [ImportRun.ParsedFile] = []
+                    var failures: [(URL, DocumentError)] = []
+                    var cancelled = 0
+                    for url in chunk {
+                        guard !operation.isCancelled else {
+                            cancelled += 1
+                            continue
+                        }
+                        do throws(DocumentError) {
+                            let (info, data) = try Self.readDocument(at: url)
+                            parsed.append(ImportRun.ParsedFile(url: url, info: info, data: data))
+                        } catch {
+                            failures.append((url, error))
+                        }
+                    }
+                    run.report(failures: failures, cancelled: cancelled)
+                    run.store(parsed)
                 },
                 completion: { result in
-                    let outcome = ImportTally.Outcome(result)
-                    switch result {
-                    case .success(let info):
-                        delegate?.documentManager(self, didImport: info)
-                    case .failure(let error as DocumentError):
-                        delegate?.documentManager(self, didFailToImport: url, error: error)
-                    case .failure:
-                        break  // cancelled
-                    }
-                    let summary = tally.access { tally in
-                        progress.completedUnitCount += 1  // one file at a time, even on a concurrent queue
-                        return tally.record(outcome)
-                    }
-                    if let summary {
-                        // One announcement for the whole import: observers refresh once, not per file.
-                        if summary.imported > 0 { self.postDidChange() }
-                        delegate?.documentManager(self, didFinishImport: summary)
-                    }
+                    // Cancelled before it started: none of its files was looked at.
+                    if case .failure = result { run.reportCancelled(chunk.count) }
                 })
         }
         operations.addOperations(batch, waitUntilFinished: false)
         return progress
     }
 
-    /// Reads, parses and stores one file; runs on a background thread.
-    func importFile(at url: URL) throws(DocumentError) -> DocumentInfo {
+    /// Splits `urls` into the first file of each name and the later ones, which fail: one import
+    /// never replaces one of its own files with another. Names are compared as Swift strings, so
+    /// canonically equivalent spellings are the same name.
+    private static func firstOfEachName(_ urls: [URL]) -> (files: [URL], duplicates: [(URL, DocumentError)]) {
+        var first: [String: URL] = [:]
+        var files: [URL] = []
+        var duplicates: [(URL, DocumentError)] = []
+        for url in urls {
+            let name = url.lastPathComponent
+            if let earlier = first[name] {
+                duplicates.append((url, .duplicateName(url.path, firstPath: earlier.path)))
+            } else {
+                first[name] = url
+                files.append(url)
+            }
+        }
+        return (files, duplicates)
+    }
+
+    /// Reads and parses one file; runs on a background thread and touches no shared state.
+    static func readDocument(at url: URL) throws(DocumentError) -> (DocumentInfo, Data) {
         let name = url.lastPathComponent
         try validateDocumentName(name)
         // Checked before reading, so nothing is read that can't be stored; a missing file or a
@@ -81,59 +113,23 @@ extension DocumentManager {
         do {
             _ = try DocumentFormat(forName: name)
         } catch {
-            throw Self.missingOrFolder(url) ?? error
+            throw missingOrFolder(url) ?? error
         }
         let data: Data
         do {
             data = try Data(contentsOf: url)
         } catch {
-            throw Self.missingOrFolder(url) ?? .io("cannot read \(url.path): \(error.localizedDescription)")
+            throw missingOrFolder(url) ?? .io("cannot read \(url.path): \(error.localizedDescription)")
         }
-        let info = try DocumentParser.parse(data, name: name)
-        try store(data, info: info)
-        return info
+        return (try DocumentParser.parse(data, name: name), data)
     }
-}
 
-extension DocumentManager {
     /// Why a path can't be read as a document, if the reason is that it's missing or a folder.
-    fileprivate static func missingOrFolder(_ url: URL) -> DocumentError? {
+    private static func missingOrFolder(_ url: URL) -> DocumentError? {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
             return .notFound(url.path)
         }
         return isDirectory.boolValue ? .io("\(url.path) is a folder, not a file") : nil
-    }
-}
-
-/// Counts what an import's files came to, so the summary is delivered exactly once, by whichever
-/// completion comes last.
-struct ImportTally: Sendable {
-    enum Outcome: Sendable {
-        case imported, failed, cancelled
-
-        init(_ result: Result<DocumentInfo, any Error>) {
-            switch result {
-            case .success: self = .imported
-            case .failure(is DocumentError): self = .failed
-            case .failure: self = .cancelled
-            }
-        }
-    }
-
-    var remaining: Int
-    var imported = 0
-    var failed = 0
-    var cancelled = 0
-
-    /// Counts one file; returns the summary when it was the last.
-    mutating func record(_ outcome: Outcome) -> ImportSummary? {
-        switch outcome {
-        case .imported: imported += 1
-        case .failed: failed += 1
-        case .cancelled: cancelled += 1
-        }
-        remaining -= 1
-        return remaining == 0 ? ImportSummary(imported: imported, failed: failed, cancelled: cancelled) : nil
     }
 }

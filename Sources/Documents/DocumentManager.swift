@@ -1,24 +1,27 @@
 import Dispatch
 import Exclusion
 import Foundation
+import Synchronization
 
-/// A registry of documents, read from many threads and written rarely, optionally stored in a
-/// folder on disk.
+/// A registry of documents, read from many threads and written rarely, in memory or kept in a
+/// SQLite database in a folder.
 ///
 /// The registry (names in the order added, and what is known about each document) is held in a
 /// `ReadersWriter`: ``allDocs`` and ``info(for:)`` run side by side, changes run alone like dispatch
 /// barriers. Expensive work, reading and parsing files, happens in background operations that
 /// report back on a delivery queue (main-thread gravity).
 ///
+/// With a folder, the registry is loaded from the store's database and every change is written
+/// through to it in a durable transaction before the registry changes. Several processes can use
+/// one store at once: each change starts from what the others committed, and a long-lived manager
+/// sees their changes within ``refreshInterval`` (see ``refresh()``).
+///
 /// ```swift
 /// let documents = try DocumentManager(directory: folder)
 /// let info = try await documents.save(Data("<doc><title>Plan</title></doc>".utf8), as: "plan.xml")
-/// print(info.title)                       // "Plan"
+/// print(info.title ?? "untitled")                       // Plan
 /// documents.importDocuments(at: urls, delegate: self)   // reports back on the main queue
 /// ```
-///
-/// Names are not paths: every name is checked before any file is touched, so no name reaches
-/// outside the store's folder (see ``DocumentError/invalidName(_:)``).
 public final class DocumentManager: Sendable {
     /// The textbook singleton: a registry in memory, shared by the whole process.
     public static let shared = DocumentManager()
@@ -27,55 +30,113 @@ public final class DocumentManager: Sendable {
     /// the documents changed; `object` is the manager.
     public static let documentsDidChangeNotification = Notification.Name("ExclusionDocumentsDidChange")
 
+    /// How long a manager on a store may go on answering ``allDocs`` and ``info(for:)`` before it
+    /// looks again for what other processes committed: 100 milliseconds.
+    public static let refreshInterval: Duration = .milliseconds(100)
+
+    /// What ``init(directory:ifMissing:)`` does when the folder holds no store.
+    public enum MissingStore: Sendable {
+        /// Creates the folder, if needed, and an empty store in it.
+        case create
+        /// Throws ``DocumentError/io(_:)`` and creates nothing: for tools that only read.
+        case fail
+    }
+
     let index: ReadersWriter<DocumentIndex>
-    /// Where documents are stored, or nil for a registry in memory.
-    let directory: URL?
-    /// Recently read contents. Only filled under the index's read lock and emptied under its write
-    /// lock, so it never holds anything older than the index.
-    private let cache = ContentCache()
+    /// The database, or nil for a registry in memory.
+    let database: DocumentStore?
+    /// When the registry should next look for other processes' changes, in uptime nanoseconds.
+    private let nextRefresh = Atomic<UInt64>(0)
 
     /// Creates an empty registry in memory, like ``shared``.
     public init() {
         index = ReadersWriter(DocumentIndex(), label: "document index")
-        directory = nil
+        database = nil
     }
 
-    /// Opens the store in `directory`, creating the folder if needed; reopening restores what was
-    /// saved there.
+    /// Opens the store in `directory`: the database file `documents.sqlite` there.
     ///
-    /// - Throws: ``DocumentError/io(_:)`` if the folder can't be created or its index can't be read.
-    public init(directory: URL) throws(DocumentError) {
-        self.directory = directory
-        index = ReadersWriter(try DiskStore.open(directory), label: "document index")
+    /// Nothing else in the folder is read, moved or deleted. A file of that name that is not a
+    /// document store, or a damaged database, is refused and left as it is.
+    ///
+    /// - Parameters:
+    ///   - directory: The store's folder.
+    ///   - ifMissing: Whether to create a store where there is none; ``MissingStore/create`` unless
+    ///     you only mean to read.
+    /// - Throws: ``DocumentError/io(_:)`` saying what is wrong.
+    public init(directory: URL, ifMissing: MissingStore = .create) throws(DocumentError) {
+        let store = try DocumentStore(directory: directory, ifMissing: ifMissing)
+        self.database = store
+        index = ReadersWriter(try store.load(), label: "document index")
+        nextRefresh.store(Self.uptime() + Self.refreshNanoseconds, ordering: .relaxed)
     }
 
     // MARK: - Names
 
-    /// Adds `name` to ``allDocs``, later; returns at once. An empty name is ignored.
+    /// Adds `name` to ``allDocs``, later; returns at once. A name that isn't valid, the empty one
+    /// among them, is ignored; so is a name the store can't write.
     ///
     /// Like a dispatch barrier: the name is added alone, and this thread's next ``allDocs`` includes it.
     public func addDocumentName(_ name: String) {
-        guard !name.isEmpty else { return }
-        index.writeAsync { index in index.addName(name) }
+        guard (try? validateDocumentName(name)) != nil else { return }
+        if let store = database {
+            index.writeAsync { index in _ = try? store.write([.addName(name)], to: &index) }
+        } else {
+            index.writeAsync { index in index.addName(name) }
+        }
     }
 
     /// Every document name, in the order added: a copy, so it can't change under you.
     public var allDocs: [String] {
-        index.read { $0.names }
+        refreshIfDue()
+        return index.read { $0.names }
     }
 
     /// What is known about the document called `name`, or nil.
     public func info(for name: String) -> DocumentInfo? {
-        index.read { $0.infos[name] }
+        refreshIfDue()
+        return index.read { $0.infos[name] }
     }
+
+    /// Brings the registry up to date with what other processes committed to the store, now.
+    ///
+    /// A manager does this by itself before every change, and before answering ``allDocs`` or
+    /// ``info(for:)`` when ``refreshInterval`` has passed since it last looked; call this to look at
+    /// once. A registry in memory has nothing to do.
+    ///
+    /// - Throws: ``DocumentError/io(_:)`` if the store can't be read; the registry stays as it was.
+    public func refresh() throws(DocumentError) {
+        guard let store = database else { return }
+        nextRefresh.store(Self.uptime() + Self.refreshNanoseconds, ordering: .relaxed)
+        let known = index.read { $0.revision }
+        guard try store.revision() != known else { return }
+        try index.write { (index) throws(DocumentError) in try store.catchUp(&index) }
+    }
+
+    private func refreshIfDue() {
+        guard database != nil else { return }
+        let now = Self.uptime()
+        let due = nextRefresh.load(ordering: .relaxed)
+        // One reader looks; the others go on with what the registry holds.
+        guard now >= due,
+            nextRefresh.compareExchange(
+                expected: due, desired: now + Self.refreshNanoseconds, ordering: .relaxed
+            ).exchanged
+        else { return }
+        try? refresh()  // A store that can't be read now leaves the registry as it was.
+    }
+
+    private static let refreshNanoseconds = UInt64(refreshInterval.components.attoseconds / 1_000_000_000)
+
+    private static func uptime() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
     // MARK: - Documents
 
     /// Stores `data` as the document `name`, replacing any document of that name.
     ///
-    /// The data is parsed first; a malformed document changes nothing. With a folder, the
-    /// document and then the index are each written to a temporary file and renamed into place,
-    /// so a process killed at any moment leaves whole documents and an index that opens.
+    /// The data is parsed first; a malformed document changes nothing. With a store, the document
+    /// is written in one durable transaction: when this returns, it survives a crash or a power
+    /// loss.
     ///
     /// - Returns: What the manager now knows about the document.
     /// - Throws: ``DocumentError/invalidName(_:)``, ``DocumentError/unsupportedFormat(_:)``,
@@ -83,7 +144,7 @@ public final class DocumentManager: Sendable {
     public func save(_ data: Data, as name: String) async throws(DocumentError) -> DocumentInfo {
         try validateDocumentName(name)
         let info = try DocumentParser.parse(data, name: name)
-        try store(data, info: info)
+        try storeDocuments([(info, data)])
         DispatchQueue.main.async { self.postDidChange() }
         return info
     }
@@ -94,18 +155,13 @@ public final class DocumentManager: Sendable {
     ///   name added without contents), or ``DocumentError/io(_:)``.
     public func contents(of name: String) async throws(DocumentError) -> Data {
         try validateDocumentName(name)
+        if let store = database {
+            // Straight from the database: its snapshot is whole, whatever other processes do.
+            guard let data = try store.contents(of: name) else { throw .notFound(name) }
+            return data
+        }
         return try await index.read { (index) throws(DocumentError) -> Data in
-            guard index.infos[name] != nil else { throw .notFound(name) }
-            if let cached = cache[name] { return cached }
-            let data: Data
-            if let directory, let file = index.files[name] {
-                data = try DiskStore.read(file, in: directory)
-            } else if let stored = index.contents[name] {
-                data = stored
-            } else {
-                throw .notFound(name)
-            }
-            cache[name] = data
+            guard let data = index.contents[name] else { throw .notFound(name) }
             return data
         }
     }
@@ -116,66 +172,29 @@ public final class DocumentManager: Sendable {
     ///   ``DocumentError/io(_:)``.
     public func remove(_ name: String) async throws(DocumentError) {
         try validateDocumentName(name)
-        let file = try await index.write { (index) throws(DocumentError) -> String? in
-            guard index.contains(name) else { throw .notFound(name) }
-            var updated = index
-            let file = updated.remove(name)
-            if let directory { try DiskStore.writeIndex(updated, in: directory) }
-            index = updated
-            cache[name] = nil
-            return file
+        try await index.write { [database] (index) throws(DocumentError) in
+            if let database {
+                guard try database.write([.remove(name)], to: &index) == [true] else { throw .notFound(name) }
+            } else {
+                guard index.contains(name) else { throw .notFound(name) }
+                index.remove(name)
+            }
         }
-        // The index no longer points to the file, so a crash from here on leaves only an orphan.
-        if let directory, let file { DiskStore.delete(file, in: directory) }
         DispatchQueue.main.async { self.postDidChange() }
     }
 
-    /// Stores a parsed document: its bytes first, to a new file and outside the lock; then, alone,
-    /// the index that points to it; then the file of the version it replaced goes.
-    func store(_ data: Data, info: DocumentInfo) throws(DocumentError) {
-        let file = try directory.map { (directory) throws(DocumentError) in try DiskStore.write(data, in: directory) }
-        let replaced: String?
-        do throws(DocumentError) {
-            replaced = try index.write { (index) throws(DocumentError) -> String? in
-                // Changed in place (copying a large index per save would cost O(n)), and put back
-                // if the index can't be written.
-                let previous = index.put(info, file: file, contents: directory == nil ? data : nil)
-                if let directory {
-                    do throws(DocumentError) {
-                        try DiskStore.writeIndex(index, in: directory)
-                    } catch {
-                        index.restore(previous)
-                        throw error
-                    }
-                }
-                cache[info.name] = nil
-                return previous.replacedFile
+    /// Stores parsed documents, all or none: with a store, in one transaction.
+    func storeDocuments(_ documents: [(info: DocumentInfo, data: Data)]) throws(DocumentError) {
+        try index.write { [database] (index) throws(DocumentError) in
+            if let database {
+                _ = try database.write(documents.map { .save($0.info, $0.data) }, to: &index)
+            } else {
+                for document in documents { index.put(document.info, contents: document.data) }
             }
-        } catch {
-            if let directory, let file { DiskStore.delete(file, in: directory) }
-            throw error
         }
-        if let directory, let replaced { DiskStore.delete(replaced, in: directory) }
     }
 
     func postDidChange() {
         NotificationCenter.default.post(name: Self.documentsDidChangeNotification, object: self)
-    }
-}
-
-/// NSCache is documented as thread-safe; this wrapper only adds String keys and Data values.
-final class ContentCache: @unchecked Sendable {
-    // @unchecked: NSCache does its own locking.
-    private let cache = NSCache<NSString, NSData>()
-
-    subscript(name: String) -> Data? {
-        get { cache.object(forKey: name as NSString).map { Data(referencing: $0) } }
-        set {
-            if let newValue {
-                cache.setObject(newValue as NSData, forKey: name as NSString, cost: newValue.count)
-            } else {
-                cache.removeObject(forKey: name as NSString)
-            }
-        }
     }
 }

@@ -61,6 +61,7 @@ struct DocumentManagerModel: SequentialModel {
                 case .notFound(let name): .failed("notFound \(name)")
                 case .malformed(let name, _): .failed("malformed \(name)")
                 case .unsupportedFormat(let name): .failed("unsupportedFormat \(name)")
+                case .duplicateName(let path, _): .failed("duplicateName \(path)")
                 case .io(let what): .failed("io \(what)")
                 }
         }
@@ -72,7 +73,8 @@ struct DocumentManagerModel: SequentialModel {
         var next = state
         switch input {
         case .addName(let name):
-            if !name.isEmpty, !next.names.contains(name) { next.names.append(name) }
+            // Like save, adding a name ignores one that isn't valid.
+            if Self.nameFailure(name) == nil, !next.names.contains(name) { next.names.append(name) }
             return (.done, next)
         case .allDocs:
             return (.names(state.names), state)

@@ -87,8 +87,8 @@ struct DocumentManagerTests {
         #expect(reopened.allDocs == first.allDocs)
         for name in first.allDocs { #expect(reopened.info(for: name) == first.info(for: name)) }
         #expect(try await reopened.contents(of: "notes.txt") == Data("replaced".utf8))
-        // Two documents, two files, and the index: nothing left over from replacing or removing.
-        #expect(folder.entries.filter { $0.hasPrefix("document-") }.count == 2)
+        // The database and SQLite's own files beside it, nothing else.
+        #expect(folder.entries.allSatisfy { $0.hasPrefix("documents.sqlite") })
     }
 
     @Test func contentsAreNeverStaleAfterSaveOrRemove() async throws {
@@ -99,7 +99,6 @@ struct DocumentManagerTests {
             let data = Data("version \(version)".utf8)
             _ = try await manager.save(data, as: "log.txt")
             #expect(try await manager.contents(of: "log.txt") == data)
-            #expect(try await manager.contents(of: "log.txt") == data)  // now from the cache
         }
         try await manager.remove("log.txt")
         await #expect(throws: DocumentError.notFound("log.txt")) { try await manager.contents(of: "log.txt") }
@@ -192,14 +191,155 @@ struct DocumentManagerTests {
         #expect(try await manager.contents(of: "keep.xml") == xml)
     }
 
-    @Test func anUnreadableStoreIsAnIOError() throws {
+    // MARK: - Opening a store
+
+    @Test func aPathThatIsAFileIsNotAStore() throws {
         let folder = TemporaryFolder()
         defer { folder.remove() }
         let file = folder.file("not-a-folder", "x")
         #expect(throws: DocumentError.self) { _ = try DocumentManager(directory: file) }
-        folder.file("store/.index.json", "{ not json")
-        #expect(throws: DocumentError.self) {
-            _ = try DocumentManager(directory: folder.url.appendingPathComponent("store"))
-        }
+        #expect(try Data(contentsOf: file) == Data("x".utf8))
     }
+
+    @Test(arguments: [
+        Data("{ not a database at all }".utf8),
+        Data(repeating: 0x41, count: 8_192),
+        Data("SQLite format 3\u{0}".utf8) + Data(repeating: 0xFF, count: 4_000),
+    ])
+    func aFileThatIsNotAStoreIsRefusedAndLeftAlone(bytes: Data) throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let file = folder.file(DocumentStore.fileName, bytes: bytes)
+        let before = folder.entries
+        do {
+            _ = try DocumentManager(directory: folder.url)
+            Issue.record("opened a store that isn't one")
+        } catch {
+            guard case .io(let message) = error else { return #expect(Bool(false), "\(error)") }
+            #expect(message.contains(file.path), "\(message)")
+        }
+        #expect(try Data(contentsOf: file) == bytes)
+        #expect(folder.entries == before)
+    }
+
+    @Test func anotherApplicationsDatabaseIsRefusedAndLeftAlone() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        // A real SQLite database with a table of its own: made by a store, then given another owner.
+        _ = try await DocumentManager(directory: folder.url).save(text, as: "a.txt")
+        try await folder.waitUntilTheStoreIsClosed()
+        let file = folder.url.appendingPathComponent(DocumentStore.fileName)
+        try rewriteHeader(of: file) { header in header[68..<72] = [0, 0, 0, 7] }  // application_id
+        let bytes = try Data(contentsOf: file)
+        #expect(throws: DocumentError.self) { _ = try DocumentManager(directory: folder.url) }
+        #expect(try Data(contentsOf: file) == bytes)
+    }
+
+    @Test func aDamagedDatabaseIsAnIOErrorAndChangesNothing() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        do {
+            let manager = try DocumentManager(directory: folder.url)
+            for number in 0..<50 { _ = try await manager.save(text, as: "doc-\(number).txt") }
+        }
+        try await folder.waitUntilTheStoreIsClosed()
+        let file = folder.url.appendingPathComponent(DocumentStore.fileName)
+        // Checkpointed into the main file when the last connection closed; now scribble over the
+        // schema that follows the 100-byte header.
+        try rewriteHeader(of: file) { header in
+            for offset in 100..<header.count { header[offset] = UInt8(truncatingIfNeeded: offset &* 31) }
+        }
+        let bytes = try Data(contentsOf: file)
+        do {
+            let reopened = try DocumentManager(directory: folder.url)
+            Issue.record("opened a damaged store with \(reopened.allDocs.count) documents")
+        } catch {
+            guard case .io(let message) = error else { return #expect(Bool(false), "\(error)") }
+            #expect(message.contains(file.path), "\(message)")
+        }
+        #expect(try Data(contentsOf: file) == bytes)
+    }
+
+    @Test func commitsSyncTheLogBeforeTheyReturn() throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        #expect(try DocumentManager(directory: folder.url).database?.synchronousLevel() == 2)  // FULL
+    }
+
+    @Test func readersCreateNothingWhereThereIsNoStore() throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let missing = folder.url.appendingPathComponent("missing")
+        #expect(throws: DocumentError.self) { _ = try DocumentManager(directory: missing, ifMissing: .fail) }
+        #expect(throws: DocumentError.self) { _ = try DocumentManager(directory: folder.url, ifMissing: .fail) }
+        #expect(folder.entries.isEmpty)
+    }
+
+    @Test func nothingElseInTheFolderIsEverTouched() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        folder.file("document-notes.txt", "mine")
+        folder.file("document-archive/old.txt", "mine too")
+        folder.file(".index.json", "{}")
+        folder.file("documents.sqlite.txt", "not the store")
+        let theirs = folder.entries
+        let manager = try DocumentManager(directory: folder.url)
+        _ = try await manager.save(text, as: "a.txt")
+        _ = try await manager.save(text, as: "document-notes.txt")
+        try await manager.remove("a.txt")
+        _ = try DocumentManager(directory: folder.url).allDocs
+        #expect(Set(theirs).isSubset(of: folder.entries))
+        #expect(folder.entries.filter { !theirs.contains($0) }.allSatisfy { $0.hasPrefix("documents.sqlite") })
+        #expect(try String(contentsOf: folder.url.appendingPathComponent("document-notes.txt"), encoding: .utf8) == "mine")
+        #expect(
+            try String(contentsOf: folder.url.appendingPathComponent("document-archive/old.txt"), encoding: .utf8)
+                == "mine too")
+    }
+
+    // MARK: - Two managers on one store
+
+    @Test func twoManagersOnOneStoreSeeAndKeepEachOthersDocuments() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let first = try DocumentManager(directory: folder.url)
+        let second = try DocumentManager(directory: folder.url)
+        _ = try await first.save(text, as: "a.txt")
+        _ = try await second.save(text, as: "b.txt")  // catches up with a.txt before writing
+        #expect(second.allDocs == ["a.txt", "b.txt"])
+        _ = try await first.save(Data("newer".utf8), as: "a.txt")
+        try first.refresh()
+        #expect(first.allDocs == ["a.txt", "b.txt"])
+        try await second.remove("b.txt")
+        try second.refresh()
+        #expect(second.info(for: "a.txt")?.wordCount == 1)
+        try first.refresh()
+        #expect(first.allDocs == ["a.txt"])
+        #expect(try await first.contents(of: "a.txt") == Data("newer".utf8))
+        // Without refresh(): within refreshInterval of the change.
+        _ = try await second.save(text, as: "c.txt")
+        let deadline = ContinuousClock.now + .seconds(30)
+        while first.allDocs != ["a.txt", "c.txt"], ContinuousClock.now < deadline { await Task.yield() }
+        #expect(first.allDocs == ["a.txt", "c.txt"])
+    }
+
+    @Test func canonicallyEquivalentNamesAreOneDocument() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let manager = try DocumentManager(directory: folder.url)
+        _ = try await manager.save(Data("one".utf8), as: "caf\u{E9}.txt")
+        _ = try await manager.save(Data("two".utf8), as: "cafe\u{301}.txt")
+        #expect(manager.allDocs.count == 1)
+        #expect(try await manager.contents(of: "caf\u{E9}.txt") == Data("two".utf8))
+        #expect(try DocumentManager(directory: folder.url).allDocs.count == 1)
+    }
+}
+
+/// Changes the first page of a closed SQLite file in place.
+private func rewriteHeader(of file: URL, _ change: (inout [UInt8]) -> Void) throws {
+    let handle = try FileHandle(forUpdating: file)
+    defer { try? handle.close() }
+    var header = [UInt8](try handle.read(upToCount: 4_096) ?? Data())
+    change(&header)
+    try handle.seek(toOffset: 0)
+    try handle.write(contentsOf: header)
 }

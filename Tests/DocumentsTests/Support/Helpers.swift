@@ -28,6 +28,18 @@ struct TemporaryFolder {
     var entries: [String] { ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).sorted() }
 
     func remove() { try? FileManager.default.removeItem(at: url) }
+
+    /// Waits until the last manager on the store in this folder is gone: SQLite then folds the
+    /// write-ahead log into the database file and deletes it. Notifications still on their way to
+    /// the main queue keep a manager alive until they are delivered.
+    func waitUntilTheStoreIsClosed() async throws {
+        let log = url.appendingPathComponent("documents.sqlite-wal").path
+        let deadline = ContinuousClock.now + .seconds(30)
+        while FileManager.default.fileExists(atPath: log) {
+            guard ContinuousClock.now < deadline else { throw CancellationError() }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
 }
 
 /// Records what an import reports, checking it arrives on the expected queue.

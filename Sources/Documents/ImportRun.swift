@@ -1,0 +1,141 @@
+import Dispatch
+import Exclusion
+import Foundation
+
+/// One import's shared parts: the files parsed and waiting to be stored, and the tally that
+/// delivers the summary exactly once.
+///
+/// Storing is a group commit. Whichever operation hands in parsed files while nobody is writing
+/// becomes the writer: it stores everything waiting in one transaction, then whatever arrived
+/// meanwhile in the next, until nothing waits. The other cores go on parsing, and the number of
+/// durable commits adapts to how slow they are.
+final class ImportRun: Sendable {
+    struct ParsedFile: Sendable {
+        let url: URL
+        let info: DocumentInfo
+        let data: Data
+    }
+
+    private struct Waiting {
+        var files: [ParsedFile] = []
+        var writing = false
+
+        /// The next batch, at most `limit` files, or nil (and nobody writing) when nothing waits.
+        mutating func nextBatch(limit: Int) -> [ParsedFile]? {
+            guard !files.isEmpty else {
+                writing = false
+                return nil
+            }
+            let batch = Array(files.prefix(limit))
+            files.removeFirst(batch.count)
+            return batch
+        }
+    }
+
+    /// Most files in one transaction: bounds how long one commit holds the registry.
+    private static let batchLimit = 1_000
+
+    private let manager: DocumentManager
+    private let queue: DispatchQueue
+    private let delegate: (any DocumentImportDelegate)?
+    private let progress: Progress
+    private let waiting = Exclusive(Waiting(), label: "import waiting to be stored")
+    /// Only touched on the delivery queue.
+    private let tally: Exclusive<ImportTally>
+
+    init(
+        manager: DocumentManager, total: Int, queue: DispatchQueue, delegate: (any DocumentImportDelegate)?,
+        progress: Progress
+    ) {
+        self.manager = manager
+        self.queue = queue
+        self.delegate = delegate
+        self.progress = progress
+        tally = Exclusive(ImportTally(remaining: total), label: "import tally")
+    }
+
+    /// Stores `files`, or leaves them to the writer at work.
+    func store(_ files: [ParsedFile]) {
+        guard !files.isEmpty else { return }
+        var batch = waiting.access { waiting -> [ParsedFile]? in
+            waiting.files += files
+            guard !waiting.writing else { return nil }
+            waiting.writing = true
+            return waiting.nextBatch(limit: Self.batchLimit)
+        }
+        while let files = batch {
+            let result: Result<Void, DocumentError>
+            do {
+                try manager.storeDocuments(files.map { ($0.info, $0.data) })
+                result = .success(())
+            } catch {
+                result = .failure(error)
+            }
+            deliver(stored: files, result)
+            batch = waiting.access { $0.nextBatch(limit: Self.batchLimit) }
+        }
+    }
+
+    private func deliver(stored files: [ParsedFile], _ result: Result<Void, DocumentError>) {
+        let infos = files.map(\.info)
+        let urls = files.map(\.url)
+        queue.async { [self] in
+            switch result {
+            case .success:
+                for info in infos { delegate?.documentManager(manager, didImport: info) }
+                count(.imported, infos.count)
+            case .failure(let error):
+                for url in urls { delegate?.documentManager(manager, didFailToImport: url, error: error) }
+                count(.failed, urls.count)
+            }
+        }
+    }
+
+    func report(failures: [(URL, DocumentError)], cancelled: Int = 0) {
+        guard !failures.isEmpty || cancelled > 0 else { return }
+        queue.async { [self] in
+            for (url, error) in failures { delegate?.documentManager(manager, didFailToImport: url, error: error) }
+            count(.failed, failures.count)
+            count(.cancelled, cancelled)
+        }
+    }
+
+    func reportCancelled(_ files: Int) {
+        queue.async { [self] in count(.cancelled, files) }
+    }
+
+    /// On the delivery queue: counts files, and delivers the summary after the last.
+    private func count(_ outcome: ImportTally.Outcome, _ files: Int) {
+        guard files > 0 else { return }
+        let summary = tally.access { tally in
+            progress.completedUnitCount += Int64(files)
+            return tally.record(outcome, files: files)
+        }
+        guard let summary else { return }
+        // One announcement for the whole import: observers refresh once, not per file.
+        if summary.imported > 0 { manager.postDidChange() }
+        delegate?.documentManager(manager, didFinishImport: summary)
+    }
+}
+
+/// Counts what an import's files came to, so the summary is delivered exactly once, by whichever
+/// count comes last.
+struct ImportTally: Sendable {
+    enum Outcome: Sendable { case imported, failed, cancelled }
+
+    var remaining: Int
+    var imported = 0
+    var failed = 0
+    var cancelled = 0
+
+    /// Counts `files` files; returns the summary when they were the last.
+    mutating func record(_ outcome: Outcome, files: Int) -> ImportSummary? {
+        switch outcome {
+        case .imported: imported += files
+        case .failed: failed += files
+        case .cancelled: cancelled += files
+        }
+        remaining -= files
+        return remaining == 0 ? ImportSummary(imported: imported, failed: failed, cancelled: cancelled) : nil
+    }
+}
