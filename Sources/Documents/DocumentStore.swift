@@ -79,7 +79,7 @@ final class DocumentStore: Sendable {
         var configuration = configuration
         configuration.readonly = true
         let queue = try DatabaseQueue(path: path, configuration: configuration)
-        try queue.read { db in try checkSchema(db, path: path) }
+        _ = try queue.read { db in try checkSchema(db, path: path) }
     }
 
     /// Whether `db` is a document store (true) or empty (false); throws for anything else.
