@@ -35,15 +35,25 @@ let package = Package(
             providers: [.apt(["libxml2-dev"]), .brew(["libxml2"])]
         ),
         .target(name: "ExclusionTesting"),
+        // What the two tools share: output that fails politely, and a main that exits as Unix tools do.
+        .target(
+            name: "ToolSupport",
+            dependencies: ["CToolSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .target(name: "CToolSupport"),
 
         // Tools
         .executableTarget(
             name: "bank",
-            dependencies: ["Banking", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "Banking", "ToolSupport", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         .executableTarget(
             name: "docs",
-            dependencies: ["Documents", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "Documents", "ToolSupport", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
 
         // Tests

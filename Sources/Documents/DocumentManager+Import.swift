@@ -58,12 +58,13 @@ extension DocumentManager {
             return BackgroundOperation<Void>(
                 deliverOn: queue,
                 work: { operation in
-                    var parsed: [ImportRun.ParsedFile] = []
+                    var parsed: [ImportRun.ParsedFile?] = []
                     var failures: [(URL, DocumentError)] = []
                     var cancelled = 0
                     for url in chunk {
                         guard !operation.isCancelled else {
                             cancelled += 1
+                            parsed.append(nil)
                             continue
                         }
                         do throws(DocumentError) {
@@ -71,14 +72,18 @@ extension DocumentManager {
                             parsed.append(ImportRun.ParsedFile(url: url, info: info, data: data))
                         } catch {
                             failures.append((url, error))
+                            parsed.append(nil)
                         }
                     }
                     run.report(failures: failures, cancelled: cancelled)
-                    run.store(parsed)
+                    run.handIn(parsed, from: start)
                 },
                 completion: { result in
                     // Cancelled before it started: none of its files was looked at.
-                    if case .failure = result { run.reportCancelled(chunk.count) }
+                    if case .failure = result {
+                        run.report(failures: [], cancelled: chunk.count)
+                        run.handInUnstarted(chunk.count, from: start)
+                    }
                 })
         }
         operations.addOperations(batch, waitUntilFinished: false)

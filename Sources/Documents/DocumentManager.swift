@@ -73,6 +73,12 @@ public final class DocumentManager: Sendable {
 
     // MARK: - Names
 
+    /// Throws ``DocumentError/invalidName(_:)`` if `name` can't name a document: empty, `/`, a
+    /// control character, `.`, `..`, a leading `.`, or over 255 UTF-8 bytes.
+    public static func checkName(_ name: String) throws(DocumentError) {
+        try validateDocumentName(name)
+    }
+
     /// Adds `name` to ``allDocs``, later; returns at once. A name that isn't valid, the empty one
     /// among them, is ignored; so is a name the store can't write.
     ///

@@ -151,7 +151,9 @@ final class DocumentStore: Sendable {
 
     /// The writer's `PRAGMA synchronous`: 2 (FULL) for a durable commit.
     func synchronousLevel() throws(DocumentError) -> Int {
-        try run("read") { try pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? 0 } }
+        try run("read") {
+            try pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? 0 }
+        }
     }
 
     /// The store's revision: cheap to ask, to see whether anything changed.

@@ -6,9 +6,10 @@ import Foundation
 /// delivers the summary exactly once.
 ///
 /// Storing is a group commit. Whichever operation hands in parsed files while nobody is writing
-/// becomes the writer: it stores everything waiting in one transaction, then whatever arrived
-/// meanwhile in the next, until nothing waits. The other cores go on parsing, and the number of
-/// durable commits adapts to how slow they are.
+/// becomes the writer: it stores everything that is ready in one transaction, then whatever got
+/// ready meanwhile in the next, until nothing is. The other cores go on parsing, and the number of
+/// durable commits adapts to how slow they are. Files are stored in the order they were given,
+/// whichever operation parsed them first, so an import always lists its documents in that order.
 final class ImportRun: Sendable {
     struct ParsedFile: Sendable {
         let url: URL
@@ -16,19 +17,23 @@ final class ImportRun: Sendable {
         let data: Data
     }
 
+    /// Files handed in, by their place in the import; nil for one that failed or was cancelled.
     private struct Waiting {
-        var files: [ParsedFile] = []
+        var handedIn: [Int: ParsedFile?] = [:]
+        var next = 0
         var writing = false
 
-        /// The next batch, at most `limit` files, or nil (and nobody writing) when nothing waits.
+        /// The next files in order, at most `limit`, or nil (and nobody writing) when the next file
+        /// isn't ready.
         mutating func nextBatch(limit: Int) -> [ParsedFile]? {
-            guard !files.isEmpty else {
-                writing = false
-                return nil
+            var batch: [ParsedFile] = []
+            while batch.count < limit, let file = handedIn.removeValue(forKey: next) {
+                next += 1
+                if let file { batch.append(file) }
             }
-            let batch = Array(files.prefix(limit))
-            files.removeFirst(batch.count)
-            return batch
+            guard batch.isEmpty else { return batch }
+            writing = false
+            return nil
         }
     }
 
@@ -54,15 +59,32 @@ final class ImportRun: Sendable {
         tally = Exclusive(ImportTally(remaining: total), label: "import tally")
     }
 
-    /// Stores `files`, or leaves them to the writer at work.
-    func store(_ files: [ParsedFile]) {
-        guard !files.isEmpty else { return }
-        var batch = waiting.access { waiting -> [ParsedFile]? in
-            waiting.files += files
+    /// Hands in the files from place `first` on (nil for those that failed or were cancelled) and
+    /// stores what is ready, unless another thread is at it.
+    func handIn(_ files: [ParsedFile?], from first: Int) {
+        if let batch = deposit(files, from: first) { write(batch) }
+    }
+
+    /// Hands in files that were never looked at, from a thread that must not write (the delivery
+    /// queue): if they unblock a write, it happens in the background.
+    func handInUnstarted(_ count: Int, from first: Int) {
+        if let batch = deposit(Array(repeating: nil, count: count), from: first) {
+            DispatchQueue.global().async { self.write(batch) }
+        }
+    }
+
+    /// Records files; returns the first batch to write if this thread is now the writer.
+    private func deposit(_ files: [ParsedFile?], from first: Int) -> [ParsedFile]? {
+        waiting.access { waiting -> [ParsedFile]? in
+            for (offset, file) in files.enumerated() { waiting.handedIn[first + offset] = file }
             guard !waiting.writing else { return nil }
             waiting.writing = true
             return waiting.nextBatch(limit: Self.batchLimit)
         }
+    }
+
+    private func write(_ first: [ParsedFile]) {
+        var batch: [ParsedFile]? = first
         while let files = batch {
             let result: Result<Void, DocumentError>
             do {
@@ -98,10 +120,6 @@ final class ImportRun: Sendable {
             count(.failed, failures.count)
             count(.cancelled, cancelled)
         }
-    }
-
-    func reportCancelled(_ files: Int) {
-        queue.async { [self] in count(.cancelled, files) }
     }
 
     /// On the delivery queue: counts files, and delivers the summary after the last.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Banking
 import Foundation
+import ToolSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -16,6 +17,8 @@ struct BankCommand: AsyncParsableCommand {
         subcommands: [Simulate.self],
         defaultSubcommand: Simulate.self
     )
+
+    static func main() async { await runAsTool() }
 }
 
 extension Simulation.ConcurrencyChoice: ExpressibleByArgument {}
@@ -63,13 +66,13 @@ struct Simulate: AsyncParsableCommand {
         let progress = ProgressDisplay(onTerminal: isatty(STDERR_FILENO) == 1)
         let report = await simulation.run(notificationQueue: .main) { done, total in progress.show(done, of: total) }
         progress.finish()
-        print(json ? report.json : report.summary, terminator: json ? "" : "\n")
+        try StandardStreams.output(json ? report.json : report.summary + "\n")
         if !report.passed { throw ExitCode.failure }
     }
 }
 
 /// Progress on standard error: a bar redrawn in place on a terminal, a plain line every second
-/// otherwise (so logs stay readable).
+/// otherwise (so logs stay readable). Progress that can't be written is given up on.
 final class ProgressDisplay: @unchecked Sendable {
     // @unchecked: `lastPlainLine` is only touched from `show`, which the simulation calls from one
     // task at a time.
@@ -97,7 +100,9 @@ final class ProgressDisplay: @unchecked Sendable {
         if onTerminal { write("\n") }
     }
 
+    private var showsProgress = true
+
     private func write(_ text: String) {
-        FileHandle.standardError.write(Data(text.utf8))
+        if showsProgress { showsProgress = StandardStreams.error(text) }
     }
 }

@@ -3,7 +3,7 @@ import Testing
 import ToolTesting
 
 /// End-to-end: the built `bank` executable, its output and its exit codes.
-@Suite("bank tool")
+@Suite("bank tool", .timeLimit(.minutes(5)))
 struct BankToolTests {
     private func bank(_ arguments: String...) throws -> ToolRun { try runTool("bank", arguments) }
 
@@ -17,6 +17,20 @@ struct BankToolTests {
         // Not a terminal: plain progress lines on standard error, no carriage returns.
         #expect(run.errors.contains("progress: 5000/5000 operations (100%)"))
         #expect(!run.errors.contains("\r"))
+    }
+
+    @Test func outputThatCantBeWrittenExitsOneAndAClosedStreamNeverCrashes() throws {
+        let full = try runToolInShell("bank", #""$TOOL" simulate --operations 1000 > /dev/full"#)
+        #expect(full.status == 1)
+        #expect(full.errors.contains("cannot write the output: No space left on device"))
+        let closedOutput = try runToolInShell("bank", #""$TOOL" simulate --operations 1000 >&-"#)
+        #expect(closedOutput.status == 1)
+        #expect(closedOutput.errors.contains("standard output is closed"))
+        let closedErrors = try runToolInShell("bank", #""$TOOL" simulate --operations 1000 2>&-"#)
+        #expect(closedErrors.status == 0)
+        #expect(closedErrors.output.contains("All checks passed."))
+        let bothClosed = try runToolInShell("bank", #""$TOOL" simulate --operations 1000 >&- 2>&-"#)
+        #expect(bothClosed.status == 1)
     }
 
     @Test func simulateIsTheDefaultSubcommand() throws {

@@ -3,9 +3,10 @@ import Testing
 import ToolTesting
 
 /// End-to-end: the built `docs` executable on generated files, broken ones included.
-@Suite("docs tool")
+@Suite("docs tool", .timeLimit(.minutes(5)))
 struct DocsToolTests {
     private func docs(_ arguments: [String]) throws -> ToolRun { try runTool("docs", arguments) }
+    private func shell(_ script: String) throws -> ToolRun { try runToolInShell("docs", script) }
 
     @Test func importListShowAndRemove() throws {
         let input = TemporaryFolder("docs-input")
@@ -21,14 +22,14 @@ struct DocsToolTests {
         #expect(imported.output.contains("Imported 3, failed 0, cancelled 0."))
         #expect(imported.errors.contains("3/3"))  // plain progress lines: not a terminal
 
-        let list = try docs(["list", "--store", store.url.path])
-        #expect(list.status == 0)
-        #expect(
-            list.output.split(separator: "\n").map { $0.split(separator: "\t")[0] }.sorted() == [
-                "a.xml", "b.json", "c.md",
-            ])
+        // --store before or after the subcommand.
+        for list in [try docs(["list", "--store", store.url.path]), try docs(["--store", store.url.path, "list"])] {
+            #expect(list.status == 0)
+            #expect(
+                list.output.split(separator: "\n").map { $0.split(separator: "\t")[0] } == ["a.xml", "c.md", "b.json"])
+        }
 
-        let show = try docs(["show", "--store", store.url.path, "b.json"])
+        let show = try docs(["--store", store.url.path, "show", "b.json"])
         #expect(show.output.contains("title: Beta"))
         #expect(show.output.contains("format: json"))
         let contents = try docs(["show", "--store", store.url.path, "c.md", "--contents"])
@@ -67,5 +68,144 @@ struct DocsToolTests {
         let run = try docs(arguments)
         #expect(run.status == 64, "\(arguments): \(run.errors)")
         #expect(run.errors.contains("Error") || run.errors.contains("Usage"))
+    }
+
+    @Test func aStoreThatCantBeOpenedExitsOneWithoutUsageAndReadersCreateNothing() throws {
+        let folder = TemporaryFolder("docs-store")
+        defer { folder.remove() }
+        let missing = folder.url.appendingPathComponent("missing").path
+        for arguments in [["list"], ["show", "a.txt"], ["show", "a.txt", "--contents"], ["remove", "a.txt"]] {
+            let run = try docs(["--store", missing] + arguments)
+            #expect(run.status == 1, "\(arguments)")
+            #expect(run.errors.contains("cannot open the store"), "\(arguments): \(run.errors)")
+            #expect(!run.errors.contains("Usage"))
+        }
+        let notAStore = folder.file("documents.sqlite", "hello")
+        let run = try docs(["--store", folder.url.path, "import", notAStore.path])
+        #expect(run.status == 1)
+        #expect(run.errors.contains("not a document store"), "\(run.errors)")
+        #expect(folder.entries == ["documents.sqlite"])
+        #expect(try String(contentsOf: notAStore, encoding: .utf8) == "hello")
+    }
+
+    @Test func outputThatCantBeWrittenExitsOneAndNeverCutsAnImportShort() throws {
+        let input = TemporaryFolder("docs-input")
+        defer { input.remove() }
+        let store = TemporaryFolder("docs-store")
+        defer { store.remove() }
+        for number in 0..<200 { input.file("doc-\(number).txt", "words \(number)") }
+        let s = store.url.path
+        let i = input.url.path
+
+        let full = try shell(#""$TOOL" --store "\#(s)" import "\#(i)" > /dev/full"#)
+        #expect(full.status == 1)
+        #expect(full.errors.contains("No space left on device"))
+        // Progress into a pipe whose reader leaves after one line.
+        let piped = try shell(#""$TOOL" --store "\#(s)" import "\#(i)" 2>&1 | head -1; exit ${PIPESTATUS[0]}"#)
+        #expect(piped.output.split(separator: "\n").count == 1)
+        let closed = try shell(#""$TOOL" --store "\#(s)" list >&-"#)
+        #expect(closed.status == 1)
+        #expect(closed.errors.contains("standard output is closed"))
+        let quiet = try shell(#""$TOOL" --store "\#(s)" import "\#(i)" 2>&-"#)
+        #expect(quiet.status == 0)
+        let list = try docs(["--store", s, "list"])
+        #expect(list.output.split(separator: "\n").count == 200)
+        _ = piped.status  // 1: its summary met a closed pipe; what counts is that all 200 were imported
+    }
+
+    @Test func namesAndTitlesCantForgeOutput() throws {
+        let input = TemporaryFolder("docs-input")
+        defer { input.remove() }
+        let store = TemporaryFolder("docs-store")
+        defer { store.remove() }
+        input.file("tab\tname.txt", "x")
+        input.file("new\nline.txt", "x")
+        input.file("title.json", #"{"title": "evil\nname: forged\u001b[2J"}"#)
+        let run = try docs(["--store", store.url.path, "import", input.url.path])
+        #expect(run.status == 1)
+        #expect(run.output.contains("Imported 1, failed 2"))
+        #expect(run.output.split(separator: "\n").filter { $0.hasPrefix("failed: ") }.count == 2)
+        let show = try docs(["--store", store.url.path, "show", "title.json"])
+        #expect(show.output.split(separator: "\n").count == 5, "\(show.output)")
+        #expect(!show.output.contains("\u{1B}"))
+        let invalid = try docs(["--store", store.url.path, "show", "tab\tname.txt"])
+        #expect(invalid.status == 1)
+        #expect(invalid.errors.contains("invalid document name"))
+    }
+
+    @Test func hiddenEntriesAreSkippedAndCountedAndLinksToFilesFollowed() throws {
+        let input = TemporaryFolder("docs-input")
+        defer { input.remove() }
+        let store = TemporaryFolder("docs-store")
+        defer { store.remove() }
+        input.file("a.txt", "a")
+        input.file(".hidden.txt", "h")
+        input.file(".git/config.txt", "g")
+        input.file("sub/b.txt", "b")
+        let target = input.file("elsewhere/.c.txt", "c")
+        try FileManager.default.createSymbolicLink(
+            at: input.url.appendingPathComponent("sub/link.txt"), withDestinationURL: target)
+        try FileManager.default.createSymbolicLink(
+            at: input.url.appendingPathComponent("loop"), withDestinationURL: input.url)
+        let run = try docs(["--store", store.url.path, "import", input.url.path])
+        #expect(run.status == 0, "\(run.output)\(run.errors)")
+        #expect(run.output.contains("Imported 3, failed 0, cancelled 0."))
+        #expect(run.output.contains("Skipped 4"))  // .hidden.txt, .git, loop, elsewhere/.c.txt
+        let names = try docs(["--store", store.url.path, "list"]).output.split(separator: "\n").map {
+            $0.split(separator: "\t")[0]
+        }
+        #expect(names.sorted() == ["a.txt", "b.txt", "link.txt"])
+    }
+
+    @Test func twoFilesWithOneNameInOneImportFailTheSecondNamingBoth() throws {
+        let input = TemporaryFolder("docs-input")
+        defer { input.remove() }
+        let store = TemporaryFolder("docs-store")
+        defer { store.remove() }
+        let first = input.file("one/caf\u{E9}.txt", "first")
+        let second = input.file("two/cafe\u{301}.txt", "second")
+        let run = try docs(["--store", store.url.path, "import", input.url.path])
+        #expect(run.status == 1)
+        let failure = run.output.split(separator: "\n").first { $0.hasPrefix("failed: ") }
+        #expect(failure?.contains(first.path) == true && failure?.contains(second.path) == true, "\(run.output)")
+        #expect(try docs(["--store", store.url.path, "show", "café.txt", "--contents"]).output == "first")
+    }
+
+    /// Two imports at once into one store, with a reader listing it beside them: nothing lost.
+    @Test func twoProcessesImportingAtOnceLoseNothing() async throws {
+        let store = TemporaryFolder("docs-store")
+        defer { store.remove() }
+        let inputs = [TemporaryFolder("docs-input"), TemporaryFolder("docs-input")]
+        defer { inputs.forEach { $0.remove() } }
+        for (side, input) in inputs.enumerated() {
+            for number in 0..<150 {
+                input.file("p\(side)-\(number).xml", "<doc><title>\(side) \(number)</title></doc>")
+            }
+        }
+        _ = try docs(["--store", store.url.path, "import", inputs[0].url.appendingPathComponent("p0-0.xml").path])
+        let s = store.url.path
+        let runs = try shell(
+            #"""
+            "$TOOL" --store "\#(s)" import "\#(inputs[0].url.path)" > /tmp/exclusion-import-0.$$ 2>&1 & first=$!
+            "$TOOL" --store "\#(s)" import "\#(inputs[1].url.path)" > /tmp/exclusion-import-1.$$ 2>&1 & second=$!
+            lists=0
+            while kill -0 $first 2>/dev/null || kill -0 $second 2>/dev/null; do
+                "$TOOL" --store "\#(s)" list > /dev/null || { echo "list failed"; exit 2; }
+                lists=$((lists + 1))
+            done
+            wait $first; a=$?; wait $second; b=$?
+            cat /tmp/exclusion-import-0.$$ /tmp/exclusion-import-1.$$ | grep Imported
+            rm -f /tmp/exclusion-import-0.$$ /tmp/exclusion-import-1.$$
+            echo "statuses $a $b lists $lists"
+            """#)
+        #expect(runs.output.contains("statuses 0 0"), "\(runs.output)\(runs.errors)")
+        let list = try docs(["--store", s, "list"])
+        let names = list.output.split(separator: "\n").map { String($0.split(separator: "\t")[0]) }
+        #expect(names.count == 300)
+        #expect(Set(names).count == 300)
+        for name in ["p0-149.xml", "p1-0.xml", "p1-149.xml"] {
+            #expect(try docs(["--store", s, "show", name]).output.contains("title:"))
+        }
+        #expect(store.entries.allSatisfy { $0.hasPrefix("documents.sqlite") })
     }
 }

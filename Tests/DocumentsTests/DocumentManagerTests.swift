@@ -290,7 +290,8 @@ struct DocumentManagerTests {
         _ = try DocumentManager(directory: folder.url).allDocs
         #expect(Set(theirs).isSubset(of: folder.entries))
         #expect(folder.entries.filter { !theirs.contains($0) }.allSatisfy { $0.hasPrefix("documents.sqlite") })
-        #expect(try String(contentsOf: folder.url.appendingPathComponent("document-notes.txt"), encoding: .utf8) == "mine")
+        #expect(
+            try String(contentsOf: folder.url.appendingPathComponent("document-notes.txt"), encoding: .utf8) == "mine")
         #expect(
             try String(contentsOf: folder.url.appendingPathComponent("document-archive/old.txt"), encoding: .utf8)
                 == "mine too")

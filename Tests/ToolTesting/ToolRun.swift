@@ -18,9 +18,28 @@ public struct ToolRun: Sendable {
 /// still open can't fill a pipe and stall.
 public func runTool(_ name: String, _ arguments: [String]) throws -> ToolRun {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        .appendingPathComponent(name)
+    process.executableURL = toolURL(name)
     process.arguments = arguments
+    return try run(process)
+}
+
+/// Runs `script` in bash with `$TOOL` set to the executable `name`, for what needs a shell:
+/// `"$TOOL" list > /dev/full`, a closed stream (`>&-`), a pipe into `head`.
+public func runToolInShell(_ name: String, _ script: String) throws -> ToolRun {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/bash")
+    process.arguments = ["-c", script]
+    var environment = ProcessInfo.processInfo.environment
+    environment["TOOL"] = toolURL(name).path
+    process.environment = environment
+    return try run(process)
+}
+
+private func toolURL(_ name: String) -> URL {
+    URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(name)
+}
+
+private func run(_ process: Process) throws -> ToolRun {
     let output = Pipe()
     let errors = Pipe()
     process.standardOutput = output

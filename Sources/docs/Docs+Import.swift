@@ -1,0 +1,93 @@
+import ArgumentParser
+import Documents
+import Foundation
+import ToolSupport
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension Docs {
+    struct Import: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Import files, or every file in folders, recursively.",
+            discussion: """
+                Hidden files and folders (names starting with a dot) are skipped and counted; a link to \
+                a file imports the file it points to, a link to a folder is skipped.
+                """)
+
+        @ParentCommand var docs: Docs
+        @OptionGroup var store: StoreOptions
+
+        @Argument(help: "Files or folders to import.")
+        var paths: [String]
+
+        func validate() throws {
+            guard !paths.isEmpty else { throw ValidationError("name at least one file or folder to import.") }
+        }
+
+        func run() async throws {
+            let manager = try store.open(parent: docs.store, ifMissing: .create)
+            var found = FoundFiles()
+            for path in paths { found.add(URL(fileURLWithPath: path)) }
+            let files = found.files
+            let report = ImportReport(onTerminal: isatty(STDERR_FILENO) == 1, total: files.count)
+            let summary = await withCheckedContinuation { continuation in
+                report.finished = { continuation.resume(returning: $0) }
+                manager.importDocuments(at: files, deliverOn: .main, delegate: report)
+            }
+            report.finishProgress()
+            var lines = "Imported \(summary.imported), failed \(summary.failed), cancelled \(summary.cancelled).\n"
+            if found.skipped > 0 {
+                lines +=
+                    "Skipped \(found.skipped) hidden \(found.skipped == 1 ? "entry" : "entries") or links to folders.\n"
+            }
+            for failure in report.failures { lines += "failed: \(printable(failure))\n" }
+            try StandardStreams.output(lines)
+            if summary.failed > 0 || summary.cancelled > 0 { throw ExitCode.failure }
+        }
+    }
+}
+
+/// The files named on the command line, folders walked recursively in a stable order.
+struct FoundFiles {
+    private(set) var files: [URL] = []
+    /// Hidden entries and links to folders, not imported.
+    private(set) var skipped = 0
+
+    mutating func add(_ url: URL) {
+        guard isFolder(url) else {
+            files.append(url)  // a file, a link to one, or a path that fails on import with its reason
+            return
+        }
+        walk(url)
+    }
+
+    private mutating func walk(_ folder: URL) {
+        let keys: [URLResourceKey] = [.isDirectoryKey, .isSymbolicLinkKey]
+        let entries =
+            (try? FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: keys)) ?? []
+        for entry in entries.sorted(by: { $0.lastPathComponent < $1.lastPathComponent }) {
+            if entry.lastPathComponent.hasPrefix(".") {
+                skipped += 1
+                continue
+            }
+            let values = try? entry.resourceValues(forKeys: Set(keys))
+            if values?.isSymbolicLink == true {
+                // Followed once, to a file; never into a folder, so no link can make a loop.
+                if isFolder(entry) { skipped += 1 } else { files.append(entry) }
+            } else if values?.isDirectory == true {
+                walk(entry)
+            } else {
+                files.append(entry)
+            }
+        }
+    }
+
+    private func isFolder(_ url: URL) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) && isDirectory.boolValue
+    }
+}
