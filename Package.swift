@@ -56,6 +56,9 @@ let package = Package(
             ]
         ),
 
+        // The parsers' fuzz target (Fuzz/README.md); built plainly, it replays inputs.
+        .executableTarget(name: "DocumentsFuzzer", dependencies: ["Documents"]),
+
         // Tests
         .target(name: "ToolTesting", path: "Tests/ToolTesting"),
         .testTarget(name: "ExclusionTests", dependencies: ["Exclusion"]),

@@ -9,6 +9,7 @@ let package = Package(
     dependencies: [
         .package(name: "Exclusion", path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         .executableTarget(
@@ -35,6 +36,7 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "Documents", package: "Exclusion"),
                 .product(name: "Exclusion", package: "Exclusion"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Benchmarks/DocumentsBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]

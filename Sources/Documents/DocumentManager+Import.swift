@@ -46,8 +46,10 @@ extension DocumentManager {
         operations.maxConcurrentOperationCount = cores
         progress.cancellationHandler = { operations.cancelAllOperations() }
 
-        let run = ImportRun(manager: self, total: urls.count, queue: queue, delegate: delegate, progress: progress)
         let (files, duplicates) = Self.firstOfEachName(urls)
+        let run = ImportRun(
+            manager: self, total: urls.count, handedIn: files.count, queue: queue, delegate: delegate,
+            progress: progress)
         run.report(failures: duplicates)
 
         // Enough operations to keep every core busy to the end, few enough that each carries

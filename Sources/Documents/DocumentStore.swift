@@ -1,3 +1,5 @@
+import Dispatch
+import Exclusion
 import Foundation
 import GRDB
 
@@ -14,6 +16,11 @@ import GRDB
 /// returns, so a save that returned survives a power loss (with `NORMAL`, WAL mode may lose the
 /// last commits then, though never to a crash of the process alone).
 ///
+/// Checkpoints (copying committed pages from the log into the database file) run on a connection
+/// and a thread of their own, not inside a commit as SQLite's automatic checkpoint would: a large
+/// import keeps writing while the previous batches are copied, on the other core. A commit is
+/// durable before its checkpoint; the checkpoint only keeps the log short.
+///
 /// Nothing else in the store's folder is ever read, moved or deleted: only `documents.sqlite` and
 /// the `-wal` and `-shm` files SQLite keeps beside it.
 final class DocumentStore: Sendable {
@@ -24,6 +31,20 @@ final class DocumentStore: Sendable {
 
     let path: String
     private let pool: DatabasePool
+    /// The connection that checkpoints, used only on `checkpoints`.
+    private let checkpointer: DatabaseQueue
+    private let checkpoints = DispatchQueue(label: "document store checkpoints")
+    /// Bytes committed since the last checkpoint was scheduled (roughly: documents and a little
+    /// per row), and whether one is scheduled.
+    private let uncheckpointed = Exclusive(Uncheckpointed(), label: "document store log size")
+
+    private struct Uncheckpointed {
+        var bytes = 0
+        var scheduled = false
+    }
+
+    /// About SQLite's own threshold for its automatic checkpoint: 1,000 pages of 4 KiB.
+    private static let checkpointThreshold = 4 << 20
 
     /// Opens the store in `directory`; creates the folder and the database if `ifMissing` says so.
     init(directory: URL, ifMissing: DocumentManager.MissingStore) throws(DocumentError) {
@@ -59,9 +80,13 @@ final class DocumentStore: Sendable {
             throw Self.failure(error, path: path, doing: "open")
         }
         do {
+            checkpointer = try DatabaseQueue(path: path, configuration: configuration)
+            try checkpointer.inDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             try pool.writeWithoutTransaction { db in
                 // GRDB sets NORMAL for WAL mode; only FULL syncs the log at every commit.
                 try db.execute(sql: "PRAGMA synchronous = FULL")
+                // Checkpoints run in the background instead (see above).
+                try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
                 try db.inTransaction(.immediate) {
                     try Self.checkOrCreateSchema(db, path: path)
                     return .commit
@@ -252,6 +277,11 @@ final class DocumentStore: Sendable {
         }
         index = caughtUp
         index.revision += 1
+        didCommit(
+            bytes: changes.reduce(0) { total, change in
+                if case .save(_, let data) = change { return total + data.count + 200 }
+                return total + 200
+            })
         for (change, done) in zip(changes, applied) where done {
             switch change {
             case .addName(let name): index.addName(name)
@@ -272,14 +302,16 @@ final class DocumentStore: Sendable {
                 arguments: [key(name), name, revision])
             return db.changesCount > 0
         case .save(let info, let data):
-            try db.execute(
+            // Cached: an import runs this once per file.
+            try db.cachedStatement(
                 sql: """
                     INSERT INTO document (key, name, format, byteCount, title, wordCount, contents, revision)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (key) DO UPDATE SET format = excluded.format, byteCount = excluded.byteCount,
                         title = excluded.title, wordCount = excluded.wordCount, contents = excluded.contents,
                         revision = excluded.revision
-                    """,
+                    """
+            ).execute(
                 arguments: [
                     key(info.name), info.name, info.format.rawValue, info.byteCount, info.title, info.wordCount,
                     data, revision,
@@ -289,6 +321,36 @@ final class DocumentStore: Sendable {
             try db.execute(sql: "DELETE FROM document WHERE key = ?", arguments: [key(name)])
             return db.changesCount > 0
         }
+    }
+
+    // MARK: - Checkpoints
+
+    private func didCommit(bytes: Int) {
+        let schedule = uncheckpointed.access { state -> Bool in
+            state.bytes += bytes
+            guard !state.scheduled, state.bytes >= Self.checkpointThreshold else { return false }
+            state.scheduled = true
+            state.bytes = 0
+            return true
+        }
+        if schedule { checkpoints.async { self.checkpoint() } }
+    }
+
+    /// Copies what is committed into the database file, and waits for it: afterwards the file
+    /// holds every document committed before the call, whatever happens to the log.
+    func checkpointNow() {
+        uncheckpointed.access { state in
+            state.scheduled = true
+            state.bytes = 0
+        }
+        checkpoints.sync { checkpoint() }
+    }
+
+    /// On `checkpoints`. A failed checkpoint is harmless: SQLite tries again at the next one, and
+    /// at the latest when the last connection closes.
+    private func checkpoint() {
+        uncheckpointed.access { $0.scheduled = false }
+        _ = try? checkpointer.inDatabase { db in try db.checkpoint(.passive) }
     }
 
     // MARK: - Errors

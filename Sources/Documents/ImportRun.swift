@@ -22,41 +22,64 @@ final class ImportRun: Sendable {
         var handedIn: [Int: ParsedFile?] = [:]
         var next = 0
         var writing = false
+        let count: Int
 
-        /// The next files in order, at most `limit`, or nil (and nobody writing) when the next file
-        /// isn't ready.
-        mutating func nextBatch(limit: Int) -> [ParsedFile]? {
-            var batch: [ParsedFile] = []
-            while batch.count < limit, let file = handedIn.removeValue(forKey: next) {
-                next += 1
-                if let file { batch.append(file) }
+        /// The next files in order, at most `ImportRun.batchLimit`; or nil, and nobody writing,
+        /// until enough are ready in order to be worth a commit, or the last file is.
+        mutating func nextBatch() -> [ParsedFile]? {
+            var end = next
+            var bytes = 0
+            while end < count, end - next < ImportRun.batchLimit, let file = handedIn[end] {
+                bytes += file?.data.count ?? 0
+                end += 1
             }
-            guard batch.isEmpty else { return batch }
-            writing = false
-            return nil
+            guard end == count || end - next >= ImportRun.batchMinimum || bytes >= ImportRun.batchBytes else {
+                writing = false
+                return nil
+            }
+            let batch = (next..<end).compactMap { handedIn.removeValue(forKey: $0)! }
+            next = end
+            guard !batch.isEmpty else {
+                // Only failed or cancelled files: nothing to store, but the line moves on.
+                if next == count {
+                    writing = false
+                    return nil
+                }
+                return nextBatch()
+            }
+            return batch
         }
     }
 
     /// Most files in one transaction: bounds how long one commit holds the registry.
-    private static let batchLimit = 1_000
+    static let batchLimit = 1_000
+    /// Fewest files (or bytes) worth a commit, but for the last: each commit pays for a sync of the
+    /// log, which costs as much as storing a few dozen small files, so committing whatever is ready
+    /// as soon as it is ready would make the sync the bottleneck.
+    static let batchMinimum = 256
+    static let batchBytes = 4 << 20
 
     private let manager: DocumentManager
+    /// How many files are handed in, in all: the import's files less those refused up front.
+    private let handedInCount: Int
     private let queue: DispatchQueue
     private let delegate: (any DocumentImportDelegate)?
     private let progress: Progress
-    private let waiting = Exclusive(Waiting(), label: "import waiting to be stored")
+    private let waiting: Exclusive<Waiting>
     /// Only touched on the delivery queue.
     private let tally: Exclusive<ImportTally>
 
     init(
-        manager: DocumentManager, total: Int, queue: DispatchQueue, delegate: (any DocumentImportDelegate)?,
-        progress: Progress
+        manager: DocumentManager, total: Int, handedIn handedInCount: Int, queue: DispatchQueue,
+        delegate: (any DocumentImportDelegate)?, progress: Progress
     ) {
         self.manager = manager
+        self.handedInCount = handedInCount
         self.queue = queue
         self.delegate = delegate
         self.progress = progress
         tally = Exclusive(ImportTally(remaining: total), label: "import tally")
+        waiting = Exclusive(Waiting(count: handedInCount), label: "import waiting to be stored")
     }
 
     /// Hands in the files from place `first` on (nil for those that failed or were cancelled) and
@@ -79,7 +102,7 @@ final class ImportRun: Sendable {
             for (offset, file) in files.enumerated() { waiting.handedIn[first + offset] = file }
             guard !waiting.writing else { return nil }
             waiting.writing = true
-            return waiting.nextBatch(limit: Self.batchLimit)
+            return waiting.nextBatch()
         }
     }
 
@@ -93,8 +116,15 @@ final class ImportRun: Sendable {
             } catch {
                 result = .failure(error)
             }
+            let (next, isLast) = waiting.access { waiting in
+                let next = waiting.nextBatch()
+                return (next, next == nil && waiting.next == handedInCount)
+            }
+            // An import ends with its documents in the database file itself, not only in its log:
+            // the work of copying them there counts in the import, not after it.
+            if isLast { manager.database?.checkpointNow() }
             deliver(stored: files, result)
-            batch = waiting.access { $0.nextBatch(limit: Self.batchLimit) }
+            batch = next
         }
     }
 

@@ -107,6 +107,27 @@ struct DocumentParserTests {
         #expect(try parse("[[[[\"deep\"]]]]", as: "d.json").wordCount == 1)
     }
 
+    /// The inputs libFuzzer found worth keeping (Fuzz/corpus): each gives an info or `.malformed`.
+    @Test func theFuzzCorpusParsesOrIsMalformed() throws {
+        let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Fuzz/corpus")
+        let inputs = try FileManager.default.contentsOfDirectory(at: corpus, includingPropertiesForKeys: nil)
+        #expect(inputs.count > 100)
+        for input in inputs {
+            let data = try Data(contentsOf: input)
+            for name in ["fuzz.xml", "fuzz.json", "fuzz.txt"] {
+                do {
+                    _ = try DocumentParser.parse(data, name: name)
+                } catch {
+                    guard case .malformed = error else {
+                        Issue.record("\(input.lastPathComponent) as \(name): \(error)")
+                        continue
+                    }
+                }
+            }
+        }
+    }
+
     @Test func veryDeepJSONDoesNotOverflowTheStack() throws {
         let deep = String(repeating: "[", count: 1_000_000) + String(repeating: "]", count: 1_000_000)
         _ = try parse(deep, as: "deep.json")
