@@ -79,15 +79,3 @@ public enum StandardStreams {
         return nil
     }
 }
-
-/// Standard output could not be written: the disk is full, the pipe was closed, or the stream was.
-public struct OutputError: Error, CustomStringConvertible {
-    /// The `errno` of the failed write.
-    public let code: Int32
-
-    public var description: String {
-        code == EBADF
-            ? "cannot write the output: standard output is closed"
-            : "cannot write the output: \(String(cString: strerror(code)))"
-    }
-}

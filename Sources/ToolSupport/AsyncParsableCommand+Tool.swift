@@ -6,16 +6,6 @@ import Glibc
 import Darwin
 #endif
 
-/// A failure the tool has already explained: its message goes to standard error, without usage
-/// text, and the tool exits with 1.
-public struct ToolFailure: Error, CustomStringConvertible {
-    public let description: String
-
-    public init(_ message: String) {
-        description = message
-    }
-}
-
 extension AsyncParsableCommand {
     /// Parses the arguments and runs the command as a good Unix citizen.
     ///

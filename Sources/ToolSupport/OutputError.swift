@@ -1,0 +1,17 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Standard output could not be written: the disk is full, the pipe was closed, or the stream was.
+public struct OutputError: Error, CustomStringConvertible {
+    /// The `errno` of the failed write.
+    public let code: Int32
+
+    public var description: String {
+        code == EBADF
+            ? "cannot write the output: standard output is closed"
+            : "cannot write the output: \(String(cString: strerror(code)))"
+    }
+}
