@@ -62,6 +62,8 @@ ROWS = [
 SINGLES = [
     ("1M accounts: `totalBalance(deliverOn:)` to completion", "Bank totalBalance(deliverOn:) to completion, 1M accounts"),
     ("1M accounts: one balance read", "Bank balance read, 1M accounts"),
+    ("The peer's storing alone: inserting 2,000 parsed files in one transaction (ms)",
+     "peer's storing alone: insert 2000 parsed files in one transaction"),
     ("In memory, labelled as such: import of 2,000 files into `DocumentManager()` (ms)",
      "in memory: import 2000 files into DocumentManager()"),
 ]

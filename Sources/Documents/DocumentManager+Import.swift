@@ -84,7 +84,7 @@ extension DocumentManager {
                     // Cancelled before it started: none of its files was looked at.
                     if case .failure = result {
                         run.report(failures: [], cancelled: chunk.count)
-                        run.handInUnstarted(chunk.count, from: start)
+                        run.handIn(Array(repeating: nil, count: chunk.count), from: start)
                     }
                 })
         }

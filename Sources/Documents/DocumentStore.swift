@@ -359,7 +359,10 @@ final class DocumentStore: Sendable {
 
     /// The column a name is looked up by: its canonical composition, so that equal Swift strings
     /// are one row.
-    private static func key(_ name: String) -> String { name.precomposedStringWithCanonicalMapping }
+    private static func key(_ name: String) -> String {
+        // ASCII is its own composition, and most names are ASCII: skip Foundation's normalization.
+        name.utf8.allSatisfy { $0 < 0x80 } ? name : name.precomposedStringWithCanonicalMapping
+    }
 
     private func run<T>(_ doing: String, _ body: () throws -> T) throws(DocumentError) -> T {
         do {

@@ -33,7 +33,9 @@ final class ImportRun: Sendable {
                 bytes += file?.data.count ?? 0
                 end += 1
             }
-            guard end == count || end - next >= ImportRun.batchMinimum || bytes >= ImportRun.batchBytes else {
+            // The first batch is small, so storing starts while the rest is parsed.
+            let minimum = next == 0 ? ImportRun.firstBatchMinimum : ImportRun.batchMinimum
+            guard end == count || end - next >= minimum || bytes >= ImportRun.batchBytes else {
                 writing = false
                 return nil
             }
@@ -57,6 +59,7 @@ final class ImportRun: Sendable {
     /// log, which costs as much as storing a few dozen small files, so committing whatever is ready
     /// as soon as it is ready would make the sync the bottleneck.
     static let batchMinimum = 256
+    static let firstBatchMinimum = 32
     static let batchBytes = 4 << 20
 
     private let manager: DocumentManager
@@ -82,16 +85,13 @@ final class ImportRun: Sendable {
         waiting = Exclusive(Waiting(count: handedInCount), label: "import waiting to be stored")
     }
 
-    /// Hands in the files from place `first` on (nil for those that failed or were cancelled) and
-    /// stores what is ready, unless another thread is at it.
+    /// Hands in the files from place `first` on (nil for those that failed or were cancelled, or
+    /// were never looked at) and has what is ready stored, unless a writer is at it.
+    ///
+    /// The writer runs on a thread of its own, not the operation's: while it waits for a sync, both
+    /// cores go on parsing.
     func handIn(_ files: [ParsedFile?], from first: Int) {
-        if let batch = deposit(files, from: first) { write(batch) }
-    }
-
-    /// Hands in files that were never looked at, from a thread that must not write (the delivery
-    /// queue): if they unblock a write, it happens in the background.
-    func handInUnstarted(_ count: Int, from first: Int) {
-        if let batch = deposit(Array(repeating: nil, count: count), from: first) {
+        if let batch = deposit(files, from: first) {
             DispatchQueue.global().async { self.write(batch) }
         }
     }

@@ -11,6 +11,7 @@
 #include <libxml/parserInternals.h>
 #include <libxml/xmlerror.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,16 +95,22 @@ static void characters(void *context, const xmlChar *bytes, int length) {
 
 // External entities and DTDs are refused where libxml2 looks them up, so none is ever opened,
 // whatever the parser's global entity loader is.
+static xmlEntityPtr refuse_external(void *context, const char *reference) {
+    xmlParserCtxtPtr parser = context;
+    char message[300];
+    snprintf(message, sizeof message, "the external entity %.200s is not loaded", reference);
+    fail(parser, xmlSAX2GetLineNumber(parser), message);
+    xmlStopParser(parser);
+    return NULL;
+}
+
 static xmlEntityPtr get_entity(void *context, const xmlChar *name) {
     xmlEntityPtr entity = xmlSAX2GetEntity(context, name);
     if (entity != NULL && (entity->etype == XML_EXTERNAL_GENERAL_PARSED_ENTITY ||
                            entity->etype == XML_EXTERNAL_GENERAL_UNPARSED_ENTITY)) {
-        xmlParserCtxtPtr parser = context;
-        char message[300];
-        snprintf(message, sizeof message, "the external entity &%.200s; is not loaded", (const char *)name);
-        fail(parser, xmlSAX2GetLineNumber(parser), message);
-        xmlStopParser(parser);
-        return NULL;
+        char reference[220];
+        snprintf(reference, sizeof reference, "&%.200s;", (const char *)name);
+        return refuse_external(context, reference);
     }
     return entity;
 }
@@ -111,13 +118,9 @@ static xmlEntityPtr get_entity(void *context, const xmlChar *name) {
 static xmlEntityPtr get_parameter_entity(void *context, const xmlChar *name) {
     xmlEntityPtr entity = xmlSAX2GetParameterEntity(context, name);
     if (entity != NULL && entity->etype == XML_EXTERNAL_PARAMETER_ENTITY) {
-        xmlParserCtxtPtr parser = context;
-        char message[300];
-        snprintf(message, sizeof message, "the external parameter entity %%%.200s; is not loaded",
-                 (const char *)name);
-        fail(parser, xmlSAX2GetLineNumber(parser), message);
-        xmlStopParser(parser);
-        return NULL;
+        char reference[220];
+        snprintf(reference, sizeof reference, "%%%.200s;", (const char *)name);
+        return refuse_external(context, reference);
     }
     return entity;
 }

@@ -263,7 +263,8 @@ struct DocumentManagerTests {
     @Test func commitsSyncTheLogBeforeTheyReturn() throws {
         let folder = TemporaryFolder()
         defer { folder.remove() }
-        #expect(try DocumentManager(directory: folder.url).database?.synchronousLevel() == 2)  // FULL
+        let store = try #require(try DocumentManager(directory: folder.url).database)
+        #expect(try store.synchronousLevel() == 2)  // FULL
     }
 
     @Test func readersCreateNothingWhereThereIsNoStore() throws {

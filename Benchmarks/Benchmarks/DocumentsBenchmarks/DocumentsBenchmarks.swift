@@ -42,6 +42,21 @@ let benchmarks: @Sendable () -> Void = {
             benchmark.stopMeasurement()
         }
     }
+    Benchmark("peer's storing alone: insert 2000 parsed files in one transaction") { benchmark in
+        // The part of an import that can't run in parallel: the same inserts as the peer, with
+        // the files read and parsed beforehand, outside the measurement.
+        let files = Array(generatedFiles.prefix(2_000))
+        let parsed = try! files.map { url in
+            let data = try Data(contentsOf: url)
+            return try OneThreadStore.Parsed(info: DocumentInfo(parsing: data, name: url.lastPathComponent), data: data)
+        }
+        let folder = TemporaryStoreFolder()
+        defer { folder.remove() }
+        let store = try! OneThreadStore(in: folder.url)
+        benchmark.startMeasurement()
+        try! store.insert(parsed)
+        benchmark.stopMeasurement()
+    }
     Benchmark("bound: parse 2000 files on 2 threads, nothing stored") { benchmark in
         // How much reading and parsing alone gains from the second core, with no store.
         let files = Array(generatedFiles.prefix(2_000))

@@ -32,21 +32,39 @@ struct OneThreadStore {
         }
     }
 
+    struct Parsed {
+        let info: DocumentInfo
+        let data: Data
+    }
+
+    private static let insertSQL = """
+        INSERT INTO document (key, name, format, byteCount, title, wordCount, contents, revision)
+        VALUES (?, ?, ?, ?, ?, ?, ?, 1)
+        """
+
     func importFiles(_ files: [URL]) throws {
         try pool.write { db in
-            let insert = try db.cachedStatement(
-                sql: """
-                    INSERT INTO document (key, name, format, byteCount, title, wordCount, contents, revision)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, 1)
-                    """)
+            let insert = try db.cachedStatement(sql: Self.insertSQL)
             for url in files {
                 let data = try Data(contentsOf: url)
-                let name = url.lastPathComponent
-                let info = try DocumentInfo(parsing: data, name: name)
-                try insert.execute(arguments: [
-                    name, name, info.format.rawValue, info.byteCount, info.title, info.wordCount, data,
-                ])
+                try Self.insert(
+                    Parsed(info: DocumentInfo(parsing: data, name: url.lastPathComponent), data: data), insert)
             }
         }
+    }
+
+    /// Only the storing part of `importFiles`, for files already parsed.
+    func insert(_ files: [Parsed]) throws {
+        try pool.write { db in
+            let insert = try db.cachedStatement(sql: Self.insertSQL)
+            for file in files { try Self.insert(file, insert) }
+        }
+    }
+
+    private static func insert(_ file: Parsed, _ statement: Statement) throws {
+        let info = file.info
+        try statement.execute(arguments: [
+            info.name, info.name, info.format.rawValue, info.byteCount, info.title, info.wordCount, file.data,
+        ])
     }
 }
