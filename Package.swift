@@ -61,18 +61,20 @@ let package = Package(
 
         // Tests
         .target(name: "ToolTesting", path: "Tests/ToolTesting"),
-        .testTarget(name: "ExclusionTests", dependencies: ["Exclusion"]),
+        // Threads started together, flags, barriers: one copy for every test target.
+        .target(name: "ExclusionTestSupport", dependencies: ["Exclusion"], path: "Tests/ExclusionTestSupport"),
+        .testTarget(name: "ExclusionTests", dependencies: ["Exclusion", "ExclusionTestSupport"]),
         .testTarget(
             name: "BankingTests",
             dependencies: [
-                "Banking", "bank", "ExclusionTesting", "ToolTesting",
+                "Banking", "bank", "ExclusionTesting", "ExclusionTestSupport", "ToolTesting",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
         .testTarget(
             name: "DocumentsTests",
             dependencies: [
-                "Documents", "docs", "ExclusionTesting", "ToolTesting",
+                "Documents", "docs", "ExclusionTesting", "ExclusionTestSupport", "ToolTesting",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),

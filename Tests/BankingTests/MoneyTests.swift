@@ -2,7 +2,7 @@ import Banking
 import Foundation
 import Testing
 
-@Suite("Money")
+@Suite("Money", .timeLimit(.minutes(10)))
 struct MoneyTests {
     @Test(
         arguments: [

@@ -4,7 +4,7 @@ import Testing
 
 @testable import Banking
 
-@Suite("Simulation")
+@Suite("Simulation", .timeLimit(.minutes(10)))
 struct SimulationTests {
     @Test(arguments: Simulation.ConcurrencyChoice.allCases)
     func aSimulationPassesEveryCheck(concurrency: Simulation.ConcurrencyChoice) async throws {

@@ -36,7 +36,7 @@ private func saveUntilKilled() async {
     }
 }
 
-@Suite("Crash safety", .serialized)
+@Suite("Crash safety", .serialized, .timeLimit(.minutes(10)))
 struct CrashSafetyTests {
     @Test(arguments: 0..<4)
     func aStoreKilledAtAnyMomentReopensWithWholeDocuments(round: Int) async throws {

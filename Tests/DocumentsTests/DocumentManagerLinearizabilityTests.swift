@@ -138,7 +138,7 @@ struct DocumentManagerModel: SequentialModel {
 
 /// Thousands of short concurrent histories of an in-memory `DocumentManager`, checked against the
 /// model; and a manager whose remove looks before it leaps, which must be caught.
-@Suite("DocumentManager linearizability")
+@Suite("DocumentManager linearizability", .timeLimit(.minutes(10)))
 struct DocumentManagerLinearizabilityTests {
     @Test func everyOperationIsLinearizable() async {
         let report = await ScenarioRunner(model: DocumentManagerModel(), histories: 1_000).run(

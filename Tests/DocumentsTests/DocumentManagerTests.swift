@@ -1,4 +1,5 @@
 import Dispatch
+import ExclusionTestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -9,7 +10,7 @@ private let xml = Data("<doc><title> Plan A </title><p>one two <b>three</b></p><
 private let json = Data(#"{"title": "Jay", "body": ["x y", {"deep": "z"}], "n": 3}"#.utf8)
 private let text = Data("hello world\nagain".utf8)
 
-@Suite("DocumentManager")
+@Suite("DocumentManager", .timeLimit(.minutes(10)))
 struct DocumentManagerTests {
     // MARK: - The registry
 
@@ -30,17 +31,13 @@ struct DocumentManagerTests {
                 group.addTask { for step in 0..<250 { manager.addDocumentName("doc-\(thread)-\(step).txt") } }
             }
         }
-        try? await Task.sleep(for: .milliseconds(50))
+        // The adds are asynchronous, but a read runs whatever was submitted before it first.
         #expect(Set(manager.allDocs).count == 1_000)
     }
 
     @Test func readsRunSideBySide() async {
         let manager = DocumentManager()
-        let meeting = Meeting()
-        await onThreads(2) { _ in
-            manager.index.read { _ in meeting.arriveAndWaitForTheOther() }
-        }
-        #expect(meeting.bothArrived)
+        #expect(await readsOverlap { inside in manager.index.read { _ in inside() } })
     }
 
     // MARK: - Saving, reading, removing
@@ -118,12 +115,9 @@ struct DocumentManagerTests {
         defer { NotificationCenter.default.removeObserver(observer) }
         _ = try await manager.save(text, as: "a.txt")
         try await manager.remove("a.txt")
-        let deadline = ContinuousClock.now + .seconds(60)
-        while posted.load(ordering: .relaxed) < 2, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(2))
-        }
-        let count = posted.load(ordering: .relaxed)
-        #expect(count == 2)
+        // Both were queued on the main queue before save and remove returned.
+        await drain(.main)
+        #expect(posted.load(ordering: .relaxed) == 2)
     }
 
     // MARK: - Names are not paths

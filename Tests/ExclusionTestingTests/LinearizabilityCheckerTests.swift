@@ -37,7 +37,7 @@ private func op(
     HistoryOperation(thread: thread, input: input, output: output, call: call, return: returned)
 }
 
-@Suite("Linearizability checker")
+@Suite("Linearizability checker", .timeLimit(.minutes(10)))
 struct LinearizabilityCheckerTests {
     let checker = LinearizabilityChecker(model: Register())
 

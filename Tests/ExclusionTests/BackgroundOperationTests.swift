@@ -1,5 +1,6 @@
 import Dispatch
 import Exclusion
+import ExclusionTestSupport
 import Foundation
 import Testing
 
@@ -7,7 +8,7 @@ private struct Failure: Error, Equatable {
     let code: Int
 }
 
-@Suite("BackgroundOperation")
+@Suite("BackgroundOperation", .timeLimit(.minutes(10)))
 struct BackgroundOperationTests {
     @Test func deliversTheResultOnTheGivenQueue() async throws {
         let queue = DispatchQueue(label: "results")
@@ -98,11 +99,12 @@ struct BackgroundOperationTests {
     @Test func everyOperationDeliversExactlyOnce() async {
         let operations = OperationQueue()
         operations.maxConcurrentOperationCount = 2
+        let delivery = DispatchQueue(label: "delivery")
         let delivered = Recorder<Int>()
         let done = Countdown(200)
         var all: [Operation] = []
         for index in 0..<200 {
-            let operation = BackgroundOperation(deliverOn: .global(), work: { _ in index }) { result in
+            let operation = BackgroundOperation(deliverOn: delivery, work: { _ in index }) { result in
                 delivered.record((try? result.get()) ?? -1 - index)
                 done.arrive()
             }
@@ -111,7 +113,15 @@ struct BackgroundOperationTests {
         for operation in all { operations.addOperation(operation) }
         for operation in all.suffix(50) { operation.cancel() }
         await done.wait()
-        try? await Task.sleep(for: .milliseconds(50))
+        // Every operation has handed in its answer once it is finished; a second answer would be
+        // on the delivery queue by then.
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            Thread {
+                operations.waitUntilAllOperationsAreFinished()
+                continuation.resume()
+            }.start()
+        }
+        await drain(delivery)
         let values = delivered.values
         #expect(values.count == 200)
         #expect(Set(values.map { $0 < 0 ? -1 - $0 : $0 }).count == 200)

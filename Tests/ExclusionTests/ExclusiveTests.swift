@@ -1,5 +1,6 @@
 import Dispatch
 import Exclusion
+import ExclusionTestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -8,7 +9,7 @@ private struct Failure: Error, Equatable {
     let code: Int
 }
 
-@Suite("Exclusive")
+@Suite("Exclusive", .timeLimit(.minutes(10)))
 struct ExclusiveTests {
     // MARK: - Basics
 
@@ -266,23 +267,24 @@ struct ExclusiveTests {
 
     // MARK: - Swift concurrency
 
-    @Test func awaitedAccessSuspendsWhileAnotherThreadHoldsTheState() async {
+    @Test @MainActor func awaitedAccessSuspendsWhileAnotherThreadHoldsTheState() async {
         let value = Exclusive(0)
-        let inside = Flag()
-        let release = Flag()
-        onNewThread {
-            value.access { state in
-                inside.raise()
-                release.wait()
-                state = 1
-            }
+        let suspended = await awaitSuspends(hold: { inside in value.access { _ in inside() } }) {
+            _ = await value.access { $0 }
         }
-        #expect(inside.wait())
-        let waiter = Task { await value.access { $0 } }
-        // The task is suspended, not blocking a thread: this task keeps running.
-        try? await Task.sleep(for: .milliseconds(20))
-        release.raise()
-        #expect(await waiter.value == 1)
+        #expect(suspended)
+    }
+
+    @Test @MainActor func theSuspensionTestCatchesAnAwaitThatBlocks() async {
+        let value = Exclusive(0)
+        await withKnownIssue("a synchronous access inside an async function blocks its thread") {
+            let suspended = await awaitSuspends(
+                patience: .seconds(2), hold: { inside in value.access { _ in inside() } }
+            ) {
+                _ = syncAccess(value) { $0 }
+            }
+            #expect(suspended)
+        }
     }
 
     @Test func manyTasksIncrementWithoutLosingUpdates() async {

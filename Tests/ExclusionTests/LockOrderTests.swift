@@ -1,5 +1,6 @@
 import Dispatch
 import Exclusion
+import ExclusionTestSupport
 import Foundation
 import Testing
 
@@ -64,7 +65,7 @@ private func expectInversionMessage(
     #expect(locations >= labels.count, "stderr lacks the locations: \(message)", sourceLocation: sourceLocation)
 }
 
-@Suite("Lock order")
+@Suite("Lock order", .timeLimit(.minutes(10)))
 struct LockOrderTests {
     @Test func twoInstancesNestedInBothOrdersStopTheProcess() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {

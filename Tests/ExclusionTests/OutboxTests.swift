@@ -1,9 +1,10 @@
 import Dispatch
 import Exclusion
+import ExclusionTestSupport
 import Foundation
 import Testing
 
-@Suite("Outbox")
+@Suite("Outbox", .timeLimit(.minutes(10)))
 struct OutboxTests {
     @Test func postedWorkRunsAfterTheAccessOnTheGivenQueue() async {
         let value = Exclusive(0)

@@ -1,5 +1,6 @@
 import Dispatch
 import Exclusion
+import ExclusionTestSupport
 import Foundation
 import Testing
 
@@ -89,7 +90,7 @@ private func expectReentrancyMessage(
     }
 }
 
-@Suite("Re-entrancy")
+@Suite("Re-entrancy", .timeLimit(.minutes(10)))
 struct ReentrancyTests {
     @Test func accessInsideAccess() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {

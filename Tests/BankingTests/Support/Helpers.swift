@@ -1,5 +1,6 @@
 import Banking
 import Dispatch
+import ExclusionTestSupport
 import Foundation
 import Synchronization
 
@@ -45,21 +46,5 @@ final class ChangeRecorder: @unchecked Sendable {
             try? await Task.sleep(for: .milliseconds(2))
         }
         return recorded
-    }
-}
-
-/// Runs `body(index)` on `count` new threads started together; returns when all are done.
-func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) async {
-    let ready = Atomic<Int>(0)
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-        let finished = Atomic<Int>(0)
-        for index in 0..<count {
-            Thread {
-                ready.add(1, ordering: .sequentiallyConsistent)
-                while ready.load(ordering: .sequentiallyConsistent) < count { sched_yield() }
-                body(index)
-                if finished.add(1, ordering: .sequentiallyConsistent).newValue == count { continuation.resume() }
-            }.start()
-        }
     }
 }

@@ -92,32 +92,3 @@ final class RecordingDelegate: DocumentImportDelegate, @unchecked Sendable {
         }
     }
 }
-
-/// Two threads meet inside something: each arrives and waits (up to five seconds) for the other.
-final class Meeting: Sendable {
-    private let arrived = Atomic<Int>(0)
-
-    func arriveAndWaitForTheOther() {
-        arrived.add(1, ordering: .sequentiallyConsistent)
-        let deadline = ContinuousClock.now + .seconds(60)
-        while !bothArrived, ContinuousClock.now < deadline { sched_yield() }
-    }
-
-    var bothArrived: Bool { arrived.load(ordering: .sequentiallyConsistent) >= 2 }
-}
-
-/// Runs `body(index)` on `count` new threads; returns when all are done.
-func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) async {
-    await withTaskGroup(of: Void.self) { group in
-        for index in 0..<count {
-            group.addTask {
-                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                    Thread {
-                        body(index)
-                        continuation.resume()
-                    }.start()
-                }
-            }
-        }
-    }
-}

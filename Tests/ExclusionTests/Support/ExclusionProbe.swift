@@ -1,3 +1,4 @@
+import ExclusionTestSupport
 import Foundation
 import Synchronization
 
