@@ -46,15 +46,22 @@ public final class Bank: Sendable {
 
     let store: LedgerStore
     private let notificationQueue: DispatchQueue
+    let announcer: Announcer
 
     /// Creates an empty bank.
     ///
     /// - Parameters:
     ///   - concurrency: How the ledger is shared between threads; results are the same either way.
     ///   - notificationQueue: Where ``accountDidChangeNotification`` is posted.
-    public init(concurrency: Concurrency = .serial, notificationQueue: DispatchQueue = .main) {
+    public convenience init(concurrency: Concurrency = .serial, notificationQueue: DispatchQueue = .main) {
+        self.init(concurrency: concurrency, notificationQueue: notificationQueue, announcer: Announcer())
+    }
+
+    /// For tests: a bank whose back-pressure has another limit and patience.
+    init(concurrency: Concurrency, notificationQueue: DispatchQueue, announcer: Announcer) {
         store = LedgerStore(concurrency)
         self.notificationQueue = notificationQueue
+        self.announcer = announcer
     }
 
     // MARK: - Accounts
@@ -121,42 +128,47 @@ public final class Bank: Sendable {
 
     // MARK: - Committing changes
 
-    /// Applies a change to the ledger and has each changed account announced, in commit order,
-    /// after the ledger is released.
+    /// Applies `change` to the ledger in one access and records what changed for announcement; the
+    /// announcement itself happens on the notification queue, after the ledger is released.
     ///
-    /// - Returns: The first change, for callers that need to know what happened.
+    /// Back-pressure: a commit that leaves more than ``announcementBacklogLimit`` changes waiting to
+    /// be posted waits, holding nothing, until the announcer has caught up. So what is committed
+    /// but not yet announced stays bounded however fast the committers are.
     @discardableResult
     func commit(
         _ change: (inout Ledger) throws(BankError) -> (AccountChange, AccountChange?)
     ) throws(BankError) -> AccountChange {
         var mustAnnounce = false
+        var place = 0
         let first = try store.change { (ledger) throws(BankError) -> AccountChange in
             let (first, second) = try change(&ledger)
             mustAnnounce = ledger.announce(first, second)
+            place = ledger.changesRecorded
             return first
         }
         if mustAnnounce { notificationQueue.async { self.announceChanges() } }
+        if place - announcer.announced > announcer.limit { announcer.waitUntilWithinLimit(place) }
         return first
     }
 
-    /// One announcement round, on the notification queue: posts what is waiting, batch by batch,
-    /// until nothing is.
-    ///
-    /// Main-thread gravity without a dispatch per change. Commits record their changes in the
-    /// ledger itself (so their order is the commit order), and only the commit that finds no round
-    /// running starts one. Taking a batch out of the ledger is itself an access, so the commits
-    /// that recorded it have all released the ledger by then: no notification is ever posted while
-    /// the ledger is held, and an observer may call back into the bank.
+    /// Most changes that may wait to be posted before a commit waits for the announcer: 65,536, a
+    /// few megabytes.
+    public static let announcementBacklogLimit = 65_536
+
     private func announceChanges() {
-        var batch: [AccountChange] = []
-        while true {
-            store.change { $0.takeUnannounced(into: &batch) }
-            if batch.isEmpty { return }
-            for change in batch {
-                NotificationCenter.default.post(
-                    name: Bank.accountDidChangeNotification, object: self, userInfo: [Bank.changeKey: change])
+        announcer.onQueue {
+            var batch: [AccountChange] = []
+            while true {
+                // A quarter of the limit at a time, so waiting committers go on before all is posted.
+                store.change { $0.takeUnannounced(into: &batch, limit: max(1, announcer.limit / 4)) }
+                if batch.isEmpty { return }
+                for change in batch {
+                    NotificationCenter.default.post(
+                        name: Bank.accountDidChangeNotification, object: self, userInfo: [Bank.changeKey: change])
+                }
+                announcer.didAnnounce(batch.count)
+                batch.removeAll(keepingCapacity: true)
             }
-            batch.removeAll(keepingCapacity: true)
         }
     }
 }

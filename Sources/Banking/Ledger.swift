@@ -19,6 +19,8 @@ struct Ledger: Sendable {
     private var unannounced: [AccountChange] = []
     /// Whether an announcement round is scheduled or running.
     private var isAnnouncing = false
+    /// How many changes were ever recorded for announcement: a change's place in line.
+    private(set) var changesRecorded = 0
 
     var accountCount: Int { balances.count }
 
@@ -98,15 +100,21 @@ struct Ledger: Sendable {
     mutating func announce(_ first: AccountChange, _ second: AccountChange?) -> Bool {
         unannounced.append(first)
         if let second { unannounced.append(second) }
+        changesRecorded += second == nil ? 1 : 2
         if isAnnouncing { return false }
         isAnnouncing = true
         return true
     }
 
-    /// Swaps the changes waiting for announcement into `batch` (which must be empty); when none
-    /// are waiting, the announcement round is over.
-    mutating func takeUnannounced(into batch: inout [AccountChange]) {
-        swap(&batch, &unannounced)
+    /// Moves the oldest changes waiting for announcement, at most `limit`, into `batch` (which
+    /// must be empty); when none are waiting, the announcement round is over.
+    mutating func takeUnannounced(into batch: inout [AccountChange], limit: Int) {
+        if unannounced.count <= limit {
+            swap(&batch, &unannounced)
+        } else {
+            batch.append(contentsOf: unannounced.prefix(limit))
+            unannounced.removeFirst(limit)
+        }
         if batch.isEmpty { isAnnouncing = false }
     }
 

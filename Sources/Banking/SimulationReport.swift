@@ -12,7 +12,9 @@ extension Simulation {
 
         public let configuration: Configuration
         public let operations: Int
+        /// From the first operation until the last notification was delivered.
         public let seconds: Double
+        /// Operations per second, end to end: counted until the last notification was delivered.
         public let operationsPerSecond: Double
         /// How many operations of each kind the threads made, by ``Simulation/Operation`` name.
         public let counts: [String: Int]
@@ -79,8 +81,8 @@ extension Simulation {
             lines.append(
                 "Simulated \(operations) operations on \(configuration.accounts) accounts with "
                     + "\(configuration.threads) threads (\(configuration.concurrency.rawValue) ledger, "
-                    + "seed \(configuration.seed)) in \(String(format: "%.2f", seconds)) s: "
-                    + "\(Int(operationsPerSecond.rounded())) operations per second.")
+                    + "seed \(configuration.seed)) in \(String(format: "%.2f", seconds)) s, until the last notification "
+                    + "was delivered: \(Int(operationsPerSecond.rounded())) operations per second.")
             lines.append("")
             lines.append("Operations:")
             for operation in Simulation.Operation.allCases {

@@ -1,0 +1,77 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// The back-pressure between a bank's committers and its announcer: how many changes have been
+/// posted, and a place for committers that got too far ahead to wait.
+///
+/// Waiting must never deadlock, and the announcer runs on a queue the bank doesn't own:
+/// - A commit made on the notification queue itself (an observer that transfers money, say) never
+///   waits: the announcer it would wait for runs on that same queue, after it.
+/// - A commit waits at most `patience` for the announcer to catch up. If the notification queue
+///   isn't being serviced (its thread is blocked, perhaps waiting for the committer), committers
+///   slow down instead of deadlocking, and the backlog grows past the limit only then.
+final class Announcer: Sendable {
+    /// Most changes that may wait to be posted before a commit waits.
+    let limit: Int
+    /// How long one commit waits for the announcer at most.
+    let patience: Duration
+
+    init(limit: Int = Bank.announcementBacklogLimit, patience: Duration = .seconds(5)) {
+        self.limit = limit
+        self.patience = patience
+    }
+
+    private let posted = Atomic<Int>(0)
+    private let condition = Condition()
+    private let announcing = Atomic<Int>(0)
+
+    /// How many changes have been posted.
+    var announced: Int { posted.load(ordering: .acquiring) }
+
+    /// Runs the announcer's `body`, marking this thread as the announcer's while it runs.
+    func onQueue(_ body: () -> Void) {
+        announcing.store(Self.threadID(), ordering: .relaxed)
+        body()
+        announcing.store(0, ordering: .relaxed)
+    }
+
+    func didAnnounce(_ count: Int) {
+        posted.add(count, ordering: .releasing)
+        condition.broadcast()
+    }
+
+    /// Waits, holding nothing, until the change at `place` is within the limit of what was posted.
+    func waitUntilWithinLimit(_ place: Int) {
+        // A notification observer that commits runs on the announcer's thread: the announcer can't
+        // go on until it returns, so it must not wait.
+        guard announcing.load(ordering: .relaxed) != Self.threadID() else { return }
+        let deadline = ContinuousClock.now + patience
+        condition.wait(until: deadline) { place - self.announced <= limit }
+    }
+
+    private static func threadID() -> Int { Int(bitPattern: pthread_self()) | 1 }
+}
+
+/// An `NSCondition` that waits for a predicate until a deadline.
+private final class Condition: @unchecked Sendable {
+    // @unchecked: NSCondition does its own locking.
+    private let condition = NSCondition()
+
+    func broadcast() {
+        condition.lock()
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    func wait(until deadline: ContinuousClock.Instant, _ satisfied: () -> Bool) {
+        condition.lock()
+        defer { condition.unlock() }
+        while !satisfied() {
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { return }
+            let seconds = Double(left.components.seconds) + Double(left.components.attoseconds) * 1e-18
+            _ = condition.wait(until: Date(timeIntervalSinceNow: min(seconds, 0.1)))
+        }
+    }
+}
