@@ -360,8 +360,8 @@ struct BankAnnouncementBacklogTests {
         let bank = Bank(
             concurrency: .serial, notificationQueue: queue,
             announcer: Announcer(limit: 10, patience: .milliseconds(100)))
+        let recorder = ChangeRecorder(bank: bank) { _ in }  // before the first change, so it hears all
         let account = try bank.openAccount()
-        let recorder = ChangeRecorder(bank: bank) { _ in }
         queue.suspend()
         await onThreads(1) { _ in
             for _ in 0..<20 { try? account.addMoney(.amount("1.00")) }  // ten of them wait 0.1 s each
