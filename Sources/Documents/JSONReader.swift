@@ -19,7 +19,11 @@ struct JSONReader {
     private var bytes: [UInt8] = []
     private var position = 0
 
-    private enum Container { case array, object }
+    private enum Container {
+        case array, object
+
+        var closing: UInt8 { self == .array ? UInt8(ascii: "]") : UInt8(ascii: "}") }
+    }
 
     /// Reads `data` as one JSON text; throws where it breaks the grammar.
     mutating func read(_ data: Data) throws(Failure) {
@@ -38,24 +42,16 @@ struct JSONReader {
                 throw failure(open.isEmpty ? "no value" : "the text ends inside a value")
             }
             switch byte {
-            case UInt8(ascii: "{"):
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                let container: Container = byte == UInt8(ascii: "{") ? .object : .array
                 position += 1
                 skipWhitespace()
-                if peek() == UInt8(ascii: "}") {
+                if peek() == container.closing {
                     position += 1
                 } else {
-                    open.append(.object)
-                    valueIsTitle = try readKey() == "title" && open.count == 1
-                    continue reading
-                }
-            case UInt8(ascii: "["):
-                position += 1
-                skipWhitespace()
-                if peek() == UInt8(ascii: "]") {
-                    position += 1
-                } else {
-                    open.append(.array)
-                    valueIsTitle = false
+                    open.append(container)
+                    // Every member's name is read; only the top-level object's "title" is the title.
+                    valueIsTitle = container == .object ? try readKey() == "title" && open.count == 1 : false
                     continue reading
                 }
             case UInt8(ascii: "\""):
@@ -78,7 +74,7 @@ struct JSONReader {
                     if container == .object { valueIsTitle = try readKey() == "title" && open.count == 1 }
                     continue reading
                 }
-                if byte == UInt8(ascii: container == .array ? "]" : "}") {
+                if byte == container.closing {
                     position += 1
                     open.removeLast()
                     continue
