@@ -15,7 +15,7 @@ import Dispatch
 /// let homeVisits = visits.access { $0["/home"] ?? 0 }
 ///
 /// // Later, without waiting; the result comes back on the main queue:
-/// visits.accessAsync({ $0.values.reduce(0, +) }) { total in print(try total.get()) }
+/// visits.accessAsync({ $0.values.reduce(0, +) }) { total in print((try? total.get()) ?? 0) }
 /// ```
 ///
 /// It behaves like a serial dispatch queue that owns the state: accesses never overlap, and the

@@ -1,0 +1,56 @@
+import Dispatch
+import ExclusionTestSupport
+import Foundation
+import Testing
+
+@testable import Banking
+
+/// The code of the article "The three exercises" (Banking.docc), so that it keeps compiling and
+/// keeps printing what the article says it prints.
+@Suite("The bank exercises article", .timeLimit(.minutes(1)))
+struct BankExercisesArticleTests {
+    let queue = DispatchQueue(label: "notifications")
+
+    @Test func transfersCheckBeforeTheyChange() throws {
+        let bank = Bank(notificationQueue: queue)
+        let alice = try bank.openAccount(initialBalance: Money("10.00")!)
+        let bob = try bank.openAccount()
+        var printed = ""
+        do {
+            try bank.transferMoneyAmount(Money("15.00")!, from: alice, to: bob)
+        } catch .insufficientFunds(_, let balance, _) {
+            printed = "only \(balance) available"
+        }
+        #expect(printed == "only 10.00 available")
+        #expect(alice.balance == Money("10.00")! && bob.balance == .zero)
+    }
+
+    @Test func notificationsArriveOnTheQueueInCommitOrder() async throws {
+        let bank = Bank(notificationQueue: queue)
+        let printed = Recorder<Money>()
+        let observer = NotificationCenter.default.addObserver(
+            forName: Bank.accountDidChangeNotification, object: bank, queue: nil
+        ) { note in
+            let change = note.userInfo?[Bank.changeKey] as? AccountChange
+            printed.record(change?.newBalance ?? .zero)
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        let alice = try bank.openAccount(initialBalance: Money("10.00")!)
+        try alice.addMoney(Money("5.00")!)
+        await drain(queue)
+        #expect(printed.values == [Money("10.00")!, Money("15.00")!])
+    }
+
+    @Test func theTotalIsDeliveredOnTheQueueYouPick() async throws {
+        let bank = Bank(notificationQueue: queue)
+        _ = try bank.openAccount(initialBalance: Money("10.00")!)
+        let printed: String = await withCheckedContinuation { continuation in
+            bank.totalBalance(deliverOn: queue) { total in
+                dispatchPrecondition(condition: .onQueue(queue))
+                continuation.resume(returning: "the bank holds \(total)")
+            }
+        }
+        #expect(printed == "the bank holds 10.00")
+        #expect(await bank.totalBalance() == Money("10.00")!)
+    }
+}
