@@ -22,7 +22,9 @@ let package = Package(
         // Libraries
         .target(name: "ExclusionShims"),
         .target(name: "Exclusion", dependencies: ["ExclusionShims"]),
-        .target(name: "Banking", dependencies: ["Exclusion"]),
+        .target(name: "Banking", dependencies: ["Exclusion", "SplitMix"]),
+        // The one seeded random number generator, for simulations, scenarios and tests.
+        .target(name: "SplitMix"),
         .target(
             name: "Documents",
             dependencies: ["Exclusion", "DocumentsXML", .product(name: "GRDB", package: "GRDB.swift")]
@@ -34,7 +36,7 @@ let package = Package(
             pkgConfig: "libxml-2.0",
             providers: [.apt(["libxml2-dev"]), .brew(["libxml2"])]
         ),
-        .target(name: "ExclusionTesting"),
+        .target(name: "ExclusionTesting", dependencies: ["SplitMix"]),
         // What the two tools share: output that fails politely, and a main that exits as Unix tools do.
         .target(
             name: "ToolSupport",
@@ -67,7 +69,7 @@ let package = Package(
         .testTarget(
             name: "BankingTests",
             dependencies: [
-                "Banking", "bank", "ExclusionTesting", "ExclusionTestSupport", "ToolTesting",
+                "Banking", "bank", "ExclusionTesting", "ExclusionTestSupport", "SplitMix", "ToolTesting",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import SplitMix
 import Synchronization
 
 /// A load test of a ``Bank``: many threads making random operations at once, and afterwards a

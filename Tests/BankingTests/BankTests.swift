@@ -1,6 +1,7 @@
 import Dispatch
 import ExclusionTestSupport
 import Foundation
+import SplitMix
 import Synchronization
 import Testing
 
