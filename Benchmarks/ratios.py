@@ -59,6 +59,17 @@ ROWS = [
      "peer: copy 10000 names under NSLock, writer adding", "time", "≤ 2×"),
 ]
 
+# Rows counted in thousands of operations (ExclusionBenchmarks, but for submitting): their times
+# are per thousand operations, that is picoseconds per operation, and are divided back here.
+PER_THOUSAND = {
+    "Exclusive.access", "peer: NSLock", "peer: Mutex", "peer: DispatchQueue.sync",
+    "Exclusive.access, 2 threads", "peer: NSLock, 2 threads", "peer: DispatchQueue.sync, 2 threads",
+    "ReadersWriter.read", "peer: pthread_rwlock read", "peer: concurrent DispatchQueue.sync read",
+    "ReadersWriter.read, 2 threads", "peer: pthread_rwlock read, 2 threads", "ReadersWriter.write",
+    "peer: concurrent DispatchQueue barrier sync", "Exclusive.access nested in another",
+    "peer: NSLock nested in another", "await Exclusive.access", "peer: actor method call",
+}
+
 # Absolute times worth a line of their own.
 SINGLES = [
     ("1M accounts: `totalBalance(deliverOn:)` to completion", "Bank totalBalance(deliverOn:) to completion, 1M accounts"),
@@ -78,7 +89,7 @@ def medians(output, metric):
             name = line[4:].strip()
         elif name and line.startswith("| " + metric):
             cells = [cell.strip() for cell in line.strip("|").split("|")]
-            result[name] = float(cells[3])  # metric, p0, p25, p50, ...
+            result[name] = float(cells[3]) / (1000 if name in PER_THOUSAND else 1)  # metric, p0, p25, p50, ...
     return result
 
 
@@ -106,11 +117,11 @@ def main():
         ours_time = statistics.median(run[ours] for run in present)
         peer_time = statistics.median(run[peer] for run in present)
         spread = f" ({min(ratios):.2f}–{max(ratios):.2f})" if len(ratios) > 1 else ""
-        print(f"| {what} | {ours_time:g} | {peer_time:g} | {statistics.median(ratios):.2f}×{spread} | {target} |")
+        print(f"| {what} | {ours_time:.4g} | {peer_time:.4g} | {statistics.median(ratios):.2f}×{spread} | {target} |")
     for what, name in SINGLES:
         values = [run[name] for run in times if name in run]
         if values:
-            print(f"| {what} | {statistics.median(values):g} | | | |")
+            print(f"| {what} | {statistics.median(values):.4g} | | | |")
     allocations = medians(outputs[0], "Malloc (total)")
     ours = [f"{name} {count:g}" for name, count in sorted(allocations.items()) if not name.startswith("peer")]
     print("\nHeap allocations per operation (median): " + "; ".join(ours) + ".")

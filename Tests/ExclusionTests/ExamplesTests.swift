@@ -36,7 +36,7 @@ private func homeVisits(_ printed: @escaping @Sendable (Int) -> Void) -> Int {
     return homeVisits
 }
 
-@Suite("Examples", .timeLimit(.minutes(1)))
+@Suite("Examples", .timeLimit(.minutes(10)))
 struct ExamplesTests {
     @Test func theReadmeExample() async {
         let printed: String = await withCheckedContinuation { continuation in
