@@ -82,7 +82,8 @@ private func starvationScenario(_ lock: some ReadWriteLockLike) async -> [String
     onNewThread {
         lock.read {
             firstReaderInside.raise()
-            releaseFirstReader.wait()
+            // Held until the scenario lets go, however late a starved test task gets to look.
+            releaseFirstReader.wait(timeout: .seconds(300))
         }
     }
     firstReaderInside.wait()
