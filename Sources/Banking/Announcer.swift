@@ -6,8 +6,8 @@ import Synchronization
 /// posted, and a place for committers that got too far ahead to wait.
 ///
 /// Waiting must never deadlock, and the announcer runs on a queue the bank doesn't own:
-/// - A commit made on the notification queue itself (an observer that transfers money, say) never
-///   waits: the announcer it would wait for runs on that same queue, after it.
+/// - A commit made by a notification observer (one that transfers money, say) never waits: it runs
+///   on the announcer's own thread, and the announcer can't go on until it returns.
 /// - A commit waits at most `patience` for the announcer to catch up. If the notification queue
 ///   isn't being serviced (its thread is blocked, perhaps waiting for the committer), committers
 ///   slow down instead of deadlocking, and the backlog grows past the limit only then.

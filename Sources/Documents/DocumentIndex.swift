@@ -28,6 +28,17 @@ struct DocumentIndex: Sendable {
         contents[info.name] = data
     }
 
+    /// Takes in what other connections committed to the store.
+    mutating func apply(_ changes: DocumentStore.Changes) {
+        switch changes {
+        case .none: break
+        case .rows(let rows, let revision):
+            for row in rows { merge(row) }
+            self.revision = revision
+        case .all(let reloaded): self = reloaded
+        }
+    }
+
     /// Takes in a name read from a store, with what is known about it if it has contents.
     mutating func merge(_ entry: (name: String, info: DocumentInfo?)) {
         addName(entry.name)

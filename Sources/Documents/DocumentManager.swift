@@ -112,11 +112,8 @@ public final class DocumentManager: Sendable {
     ///
     /// - Throws: ``DocumentError/io(_:)`` if the store can't be read; the registry stays as it was.
     public func refresh() throws(DocumentError) {
-        guard let store = database else { return }
         nextRefresh.store(Self.uptime() + Self.refreshNanoseconds, ordering: .relaxed)
-        let known = index.read { $0.revision }
-        guard try store.revision() != known else { return }
-        try index.write { (index) throws(DocumentError) in try store.catchUp(&index) }
+        try lookForChanges()
     }
 
     private func refreshIfDue() {
@@ -129,10 +126,25 @@ public final class DocumentManager: Sendable {
                 expected: due, desired: now + Self.refreshNanoseconds, ordering: .relaxed
             ).exchanged
         else { return }
-        try? refresh()  // A store that can't be read now leaves the registry as it was.
+        try? lookForChanges()  // A store that can't be read now leaves the registry as it was.
     }
 
-    private static let refreshNanoseconds = UInt64(refreshInterval.components.attoseconds / 1_000_000_000)
+    /// Reads what other processes committed without holding the registry, then takes it in,
+    /// unless a change of this process caught up first (it reads inside its own transaction).
+    private func lookForChanges() throws(DocumentError) {
+        guard let store = database else { return }
+        // Only the marks: a copy of the registry held here would make the write below copy it all.
+        let known = index.read { (revision: $0.revision, removals: $0.removals) }
+        let changes = try store.changes(since: known)
+        if case .none = changes { return }
+        index.write { index in
+            if index.revision == known.revision { index.apply(changes) }
+        }
+    }
+
+    private static let refreshNanoseconds =
+        UInt64(refreshInterval.components.seconds) * 1_000_000_000
+        + UInt64(refreshInterval.components.attoseconds / 1_000_000_000)
 
     private static func uptime() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 

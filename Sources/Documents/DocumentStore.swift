@@ -76,12 +76,6 @@ final class DocumentStore: Sendable {
             // isn't a store is first looked at through a connection that can't write.
             if exists { try Self.checkReadOnly(path: path, configuration: configuration) }
             pool = try DatabasePool(path: path, configuration: configuration)
-        } catch let error as DocumentError {
-            throw error
-        } catch {
-            throw Self.failure(error, path: path, doing: "open")
-        }
-        do {
             checkpointer = try DatabaseQueue(path: path, configuration: configuration)
             try checkpointer.inDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             try pool.writeWithoutTransaction { db in
@@ -169,11 +163,10 @@ final class DocumentStore: Sendable {
         try run("read") { try pool.read { db in try Self.load(db) } }
     }
 
-    /// Catches `index` up with what was committed since it was loaded, if anything was.
-    func catchUp(_ index: inout DocumentIndex) throws(DocumentError) {
-        let current = index
-        let updated = try run("read") { try pool.read { db in try Self.caughtUp(current, db) } }
-        if let updated { index = updated }
+    /// What was committed since `index` was loaded or last caught up; apply it with
+    /// `DocumentIndex.apply(_:)`.
+    func changes(since known: (revision: Int64, removals: Int64)) throws(DocumentError) -> Changes {
+        try run("read") { try pool.read { db in try Self.changes(since: known, db) } }
     }
 
     /// The writer's `PRAGMA synchronous`: 2 (FULL) for a durable commit.
@@ -214,19 +207,24 @@ final class DocumentStore: Sendable {
         return index
     }
 
-    /// `index` brought up to date, or nil if it is.
-    private static func caughtUp(_ index: DocumentIndex, _ db: Database) throws -> DocumentIndex? {
+    /// What other connections committed after `revision`: nothing, the rows they changed, or, if
+    /// one removed a document (rare), the whole registry again.
+    enum Changes {
+        case none
+        case rows([(name: String, info: DocumentInfo?)], revision: Int64)
+        case all(DocumentIndex)
+    }
+
+    private static func changes(since known: (revision: Int64, removals: Int64), _ db: Database) throws -> Changes {
         let (revision, removals) = try marks(db)
-        guard revision != index.revision else { return nil }
-        // Someone removed a document: rare, and simplest to see by loading again.
-        if removals != index.removals { return try load(db) }
-        var updated = index
-        let rows = try Row.fetchCursor(
+        guard revision != known.revision else { return .none }
+        if removals != known.removals { return .all(try load(db)) }
+        var rows: [(name: String, info: DocumentInfo?)] = []
+        let cursor = try Row.fetchCursor(
             db, sql: "SELECT \(columns) FROM document WHERE revision > ? ORDER BY position",
-            arguments: [index.revision])
-        while let row = try rows.next() { try updated.merge(entry(row)) }
-        updated.revision = revision
-        return updated
+            arguments: [known.revision])
+        while let row = try cursor.next() { rows.append(try entry(row)) }
+        return .rows(rows, revision: revision)
     }
 
     private static func entry(_ row: Row) throws -> (name: String, info: DocumentInfo?) {
@@ -255,14 +253,13 @@ final class DocumentStore: Sendable {
     ///
     /// If the transaction fails, nothing of `changes` is stored and `index` holds what was committed.
     func write(_ changes: [Change], to index: inout DocumentIndex) throws(DocumentError) -> [Bool] {
-        let start = index
-        let (caughtUp, applied) = try run("write") {
+        // `index` is changed in place, never copied: a save costs O(1) in the registry.
+        let applied = try run("write") {
             try pool.writeWithoutTransaction { db in
-                var updated = start
                 var applied: [Bool] = []
                 try db.inTransaction(.immediate) {
-                    updated = try Self.caughtUp(start, db) ?? start
-                    let revision = updated.revision + 1
+                    index.apply(try Self.changes(since: (index.revision, index.removals), db))
+                    let revision = index.revision + 1
                     var removed: Int64 = 0
                     applied = try changes.map { change in
                         let done = try Self.apply(change, revision: revision, db)
@@ -274,10 +271,9 @@ final class DocumentStore: Sendable {
                         arguments: [revision, removed])
                     return .commit
                 }
-                return (updated, applied)
+                return applied
             }
         }
-        index = caughtUp
         index.revision += 1
         didCommit(
             bytes: changes.reduce(0) { total, change in
@@ -325,6 +321,13 @@ final class DocumentStore: Sendable {
         }
     }
 
+    /// The column a name is looked up by: its canonical composition, so that equal Swift strings
+    /// are one row.
+    private static func key(_ name: String) -> String {
+        // ASCII is its own composition, and most names are ASCII: skip Foundation's normalization.
+        name.utf8.allSatisfy { $0 < 0x80 } ? name : name.precomposedStringWithCanonicalMapping
+    }
+
     // MARK: - Checkpoints
 
     private func didCommit(bytes: Int) {
@@ -356,13 +359,6 @@ final class DocumentStore: Sendable {
     }
 
     // MARK: - Errors
-
-    /// The column a name is looked up by: its canonical composition, so that equal Swift strings
-    /// are one row.
-    private static func key(_ name: String) -> String {
-        // ASCII is its own composition, and most names are ASCII: skip Foundation's normalization.
-        name.utf8.allSatisfy { $0 < 0x80 } ? name : name.precomposedStringWithCanonicalMapping
-    }
 
     private func run<T>(_ doing: String, _ body: () throws -> T) throws(DocumentError) -> T {
         do {

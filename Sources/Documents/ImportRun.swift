@@ -5,10 +5,11 @@ import Foundation
 /// One import's shared parts: the files parsed and waiting to be stored, and the tally that
 /// delivers the summary exactly once.
 ///
-/// Storing is a group commit. Whichever operation hands in parsed files while nobody is writing
-/// becomes the writer: it stores everything that is ready in one transaction, then whatever got
-/// ready meanwhile in the next, until nothing is. The other cores go on parsing, and the number of
-/// durable commits adapts to how slow they are. Files are stored in the order they were given,
+/// Storing is a group commit. Operations hand in what they parsed; when nobody is writing and
+/// enough is ready, a writer starts on a thread of its own: it stores everything that is ready in
+/// one transaction, then whatever got ready meanwhile in the next, until not enough is. The
+/// operations go on parsing meanwhile, and the number of durable commits adapts to how slow they
+/// are. Files are stored in the order they were given,
 /// whichever operation parsed them first, so an import always lists its documents in that order.
 final class ImportRun: Sendable {
     struct ParsedFile: Sendable {
@@ -96,7 +97,7 @@ final class ImportRun: Sendable {
         }
     }
 
-    /// Records files; returns the first batch to write if this thread is now the writer.
+    /// Records files; returns the first batch to write if a writer must start.
     private func deposit(_ files: [ParsedFile?], from first: Int) -> [ParsedFile]? {
         waiting.access { waiting -> [ParsedFile]? in
             for (offset, file) in files.enumerated() { waiting.handedIn[first + offset] = file }

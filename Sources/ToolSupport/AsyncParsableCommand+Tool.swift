@@ -23,10 +23,7 @@ extension AsyncParsableCommand {
                 try command.run()
             }
             terminate(EXIT_SUCCESS)
-        } catch let error as ToolFailure {
-            StandardStreams.error("Error: \(error)\n")
-            terminate(EXIT_FAILURE)
-        } catch let error as OutputError {
+        } catch let error where error is ToolFailure || error is OutputError {
             StandardStreams.error("Error: \(error)\n")
             terminate(EXIT_FAILURE)
         } catch {

@@ -53,16 +53,18 @@ public enum StandardStreams {
     /// - Throws: ``OutputError`` if they can't all be written.
     public static func output(bytes: some Sequence<UInt8>) throws(OutputError) {
         let bytes = Array(bytes)
-        if let failure = bytes.withUnsafeBufferPointer({ write($0, to: STDOUT_FILENO) }) {
-            throw OutputError(code: outputWasClosed ? EBADF : failure)
-        }
+        try check(bytes.withUnsafeBufferPointer { write($0, to: STDOUT_FILENO) }, on: STDOUT_FILENO)
     }
 
     private static func write(_ text: String, to descriptor: Int32) throws(OutputError) {
         var text = text
-        if let failure = text.withUTF8({ write($0, to: descriptor) }) {
-            throw OutputError(code: descriptor == STDOUT_FILENO && outputWasClosed ? EBADF : failure)
-        }
+        try check(text.withUTF8 { write($0, to: descriptor) }, on: descriptor)
+    }
+
+    /// Throws for a failed write; a write to a standard output that was closed says so.
+    private static func check(_ failure: Int32?, on descriptor: Int32) throws(OutputError) {
+        guard let failure else { return }
+        throw OutputError(code: descriptor == STDOUT_FILENO && outputWasClosed ? EBADF : failure)
     }
 
     /// Writes all of `bytes`; returns `errno` if it can't.
