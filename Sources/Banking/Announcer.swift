@@ -25,6 +25,10 @@ final class Announcer: Sendable {
     private let posted = Atomic<Int>(0)
     private let condition = Condition()
     private let announcing = Atomic<Int>(0)
+    private let waiting = Atomic<Int>(0)
+
+    /// Whether a committer is waiting for the announcer right now.
+    var isHoldingBackCommitters: Bool { waiting.load(ordering: .relaxed) > 0 }
 
     /// How many changes have been posted.
     var announced: Int { posted.load(ordering: .acquiring) }
@@ -47,7 +51,9 @@ final class Announcer: Sendable {
         // go on until it returns, so it must not wait.
         guard announcing.load(ordering: .relaxed) != Self.threadID() else { return }
         let deadline = ContinuousClock.now + patience
+        waiting.add(1, ordering: .relaxed)
         condition.wait(until: deadline) { place - self.announced <= limit }
+        waiting.subtract(1, ordering: .relaxed)
     }
 
     private static func threadID() -> Int { Int(bitPattern: pthread_self()) | 1 }
