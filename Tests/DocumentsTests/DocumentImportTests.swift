@@ -64,6 +64,7 @@ struct DocumentImportTests {
                 #expect(reported == expected, "\(url.lastPathComponent)")
             }
         }
+        await drain(.main)  // the save's notification was queued there before the save returned
         let count = changes.load(ordering: .relaxed)
         #expect(count == 2)  // one for the save on the main queue, one for the whole import
         #expect(Set(manager.allDocs) == ["kept.txt", "a.xml", "b.json", "c.txt"])
