@@ -26,16 +26,8 @@ import Dispatch
 /// - Warning: Accessing an instance from inside one of its own accesses on the same thread would
 ///   deadlock, so it stops the process with a message naming the instance. Use the state passed
 ///   to your closure instead.
-public final class Exclusive<State>: @unchecked Sendable {
-    // @unchecked: _state is only touched while _lock is held (the engine below makes sure of it),
-    // and it only goes in and out of the instance as `sending` values, as with `Mutex`.
-
-    /// The name of this instance, shown in re-entrancy messages.
-    public let label: String
-
-    @usableFromInline let _state: UnsafeMutablePointer<State>
-    @usableFromInline let _lock = _Lock()
-    @usableFromInline let _backlog = _Backlog<@Sendable (inout sending State) -> Void>()
+public final class Exclusive<State>: Sendable {
+    @usableFromInline let _engine: _Engine<State, _Lock>
 
     /// Creates an instance holding `initialState`.
     ///
@@ -43,25 +35,17 @@ public final class Exclusive<State>: @unchecked Sendable {
     ///   - initialState: The state; from now on it is only reachable through the accessors.
     ///   - label: A name for messages and debugging, such as `"bank ledger"`.
     public init(_ initialState: sending State, label: String = "Exclusive<\(State.self)>") {
-        self.label = label
-        _state = .allocate(capacity: 1)
-        _state.initialize(to: initialState)
+        _engine = _Engine(initialState, kind: "Exclusive", label: label)
     }
 
-    deinit {
-        _LockOrder.forget(self)
-        _state.deinitialize(count: 1)
-        _state.deallocate()
-        _lock.destroy()
-    }
+    /// The name of this instance, shown in re-entrancy messages.
+    public var label: String { _engine.label }
 
     /// Whether the calling thread is inside an access of this instance right now.
     ///
     /// True inside the closures passed to any accessor of this instance, including asynchronous
     /// ones while they run; false everywhere else.
-    public var isAccessing: Bool {
-        _CurrentThread().mode(in: self) != nil
-    }
+    public var isAccessing: Bool { _engine.isAccessing }
 }
 
 // MARK: - Synchronous access
@@ -122,47 +106,10 @@ extension Exclusive {
         line: UInt = #line
     ) throws(E) -> sending R {
         let thread = _CurrentThread()
-        if thread.isInsideAny {
-            if thread.mode(in: self) != nil {
-                _reentrantAccess(type: _typeName, label: label, attempted: "access", holding: "an access")
-            }
-            _LockOrder.willAcquire(self, holding: thread, file: file, line: line)
-        }
-        _lock.lock()
-        var outbox = _entered(thread)
-        defer { _release(thread, outbox) }
-        return try body(&_state.pointee, &outbox)
-    }
-
-    /// Call right after taking the lock: marks the thread as inside, then runs whatever was
-    /// submitted earlier, so it goes first. Returns the outbox for the rest of the access.
-    @inlinable @inline(__always)
-    func _entered(_ thread: _CurrentThread) -> Outbox {
-        thread.enter(self, .exclusive)
-        var outbox = Outbox()
-        if _backlog.hasPending {
-            _backlog.runAll(&outbox, apply: _apply)
-        }
-        return outbox
-    }
-
-    @usableFromInline var _typeName: String { "Exclusive<\(State.self)>" }
-
-    /// Gives up the state, then hands out what the accesses delivered, in the order they ran.
-    @inlinable
-    @inline(__always)
-    func _release(_ thread: _CurrentThread, _ deliveries: borrowing Outbox) {
-        thread.leave()
-        if deliveries.isEmpty {
-            _lock.unlock()
-        } else {
-            _releaseDelivering(copy deliveries)
-        }
-    }
-
-    @usableFromInline
-    func _releaseDelivering(_ deliveries: consuming Outbox) {
-        _backlog.release(handingOut: deliveries) { _lock.unlock() }
+        _engine.checkNesting(thread, attempting: "access", file: file, line: line)
+        var outbox = _engine.lockExclusively(thread)
+        defer { _engine.unlockExclusively(thread, outbox) }
+        return try body(&_engine._state.pointee, &outbox)
     }
 }
 
@@ -180,7 +127,7 @@ extension Exclusive {
     ///
     /// - Parameter body: Changes the state. It runs on a thread of the instance's choosing.
     public func accessAsync(_ body: @escaping @Sendable (inout sending State) -> Void) {
-        _submit(.plain(body))
+        _engine.submit(body)
     }
 
     /// Runs `body` with exclusive access to the state later, and delivers its result on `queue`.
@@ -202,11 +149,7 @@ extension Exclusive {
         _ body: @escaping @Sendable (inout sending State) throws -> R,
         completion: @escaping @Sendable (Result<R, any Error>) -> Void
     ) {
-        _submit { deliveries in
-            let result: Result<R, any Error>
-            do { result = .success(try body(&self._state.pointee)) } catch { result = .failure(error) }
-            deliveries.post(on: queue) { completion(result) }
-        }
+        _engine.submitWrite(deliverOn: queue, body, completion: completion)
     }
 
     /// Runs `body` with exclusive access to the state, suspending instead of blocking while
@@ -225,57 +168,6 @@ extension Exclusive {
     public func access<R: Sendable, E: Error>(
         _ body: @Sendable (inout sending State) throws(E) -> R
     ) async throws(E) -> R {
-        let thread = _CurrentThread()
-        if thread.mode(in: self) != nil {
-            _reentrantAccess(type: _typeName, label: label, attempted: "await access", holding: "an access")
-        }
-        if _lock.tryLock() {
-            let deliveries = _entered(thread)
-            defer { _release(thread, deliveries) }
-            return try body(&_state.pointee)
-        }
-        return try await _awaitTurn(body)
-    }
-
-    private func _awaitTurn<R: Sendable, E: Error>(
-        _ body: @Sendable (inout sending State) throws(E) -> R
-    ) async throws(E) -> R {
-        let result: Result<R, E> = await withoutActuallyEscaping(body) { body in
-            await withUnsafeContinuation { continuation in
-                let turn = _Turn(body: body, continuation: continuation)
-                _submit { deliveries in turn.run(&self._state.pointee, &deliveries) }
-            }
-        }
-        return try result.get()
-    }
-
-    private func _submit(_ run: @escaping @Sendable (inout Outbox) -> Void) {
-        _submit(.closure(isRead: false, run))
-    }
-
-    private func _submit(_ job: _Backlog<@Sendable (inout sending State) -> Void>.Job) {
-        if _backlog.submit(job) {
-            // At most one drain is scheduled at a time (the backlog sees to it), so a global queue
-            // does what a private serial queue would, without one per instance.
-            DispatchQueue.global().async { self._drain() }
-        }
-    }
-
-    /// Runs the backlog, a batch at a time, letting synchronous callers in
-    /// between batches.
-    private func _drain() {
-        let thread = _CurrentThread()
-        repeat {
-            _lock.lock()
-            _release(thread, _entered(thread))
-        } while !_backlog.finishDrain()
-    }
-
-    /// Applies a plain `accessAsync` body; call with the state held.
-    @usableFromInline
-    func _apply(_ body: @Sendable (inout sending State) -> Void) {
-        body(&_state.pointee)
+        try await _engine.awaitExclusively(attempting: "await access", body)
     }
 }
-
-extension Exclusive: _LockOrderNamed {}

@@ -28,12 +28,7 @@ import Dispatch
 ///   thread stops the process with a message naming the instance: it would deadlock. Use the state
 ///   passed to your closure instead.
 public final class ReadersWriter<State> {
-    /// The name of this instance, shown in re-entrancy messages.
-    public let label: String
-
-    @usableFromInline let _state: UnsafeMutablePointer<State>
-    @usableFromInline let _lock = _ReadersWriterLock()
-    @usableFromInline let _backlog = _Backlog<@Sendable (inout State) -> Void>()
+    @usableFromInline let _engine: _Engine<State, _ReadersWriterLock>
 
     /// Creates an instance holding `initialState`.
     ///
@@ -41,46 +36,18 @@ public final class ReadersWriter<State> {
     ///   - initialState: The state; from now on it is only reachable through the accessors.
     ///   - label: A name for messages and debugging, such as `"document index"`.
     public init(_ initialState: sending State, label: String = "ReadersWriter<\(State.self)>") {
-        self.label = label
-        _state = .allocate(capacity: 1)
-        _state.initialize(to: initialState)
+        _engine = _Engine(initialState, kind: "ReadersWriter", label: label)
     }
 
-    deinit {
-        _LockOrder.forget(self)
-        _state.deinitialize(count: 1)
-        _state.deallocate()
-    }
+    /// The name of this instance, shown in re-entrancy messages.
+    public var label: String { _engine.label }
 
     /// Whether the calling thread is inside a read or a write of this instance right now.
-    public var isAccessing: Bool {
-        _CurrentThread().mode(in: self) != nil
-    }
-
-    @usableFromInline var _typeName: String { "ReadersWriter<\(State.self)>" }
-
-    /// Before blocking for this instance: stops on re-entrancy, and checks the lock order against
-    /// the other instances this thread is inside.
-    @inlinable @inline(__always)
-    func _checkNesting(_ thread: _CurrentThread, attempting attempted: String, file: StaticString, line: UInt) {
-        guard thread.isInsideAny else { return }
-        _checkNotInside(thread, attempting: attempted)
-        _LockOrder.willAcquire(self, holding: thread, file: file, line: line)
-    }
-
-    @inlinable
-    func _checkNotInside(_ thread: _CurrentThread, attempting attempted: String) {
-        guard let mode = thread.mode(in: self) else { return }
-        _reentrantAccess(
-            type: _typeName, label: label, attempted: attempted, holding: mode == .shared ? "a read" : "a write")
-    }
+    public var isAccessing: Bool { _engine.isAccessing }
 }
 
-extension ReadersWriter: _LockOrderNamed {}
-
-// @unchecked: _state is only read under the shared lock and only changed under the exclusive lock.
-// Readers share the value, so the state itself must be Sendable.
-extension ReadersWriter: @unchecked Sendable where State: Sendable {}
+// Readers share the value, so the state itself must be Sendable for the instance to be shared.
+extension ReadersWriter: Sendable where State: Sendable {}
 
 // MARK: - Synchronous access
 
@@ -106,18 +73,8 @@ extension ReadersWriter {
         _ body: (State) throws(E) -> R, file: StaticString = #fileID, line: UInt = #line
     ) throws(E) -> R {
         let thread = _CurrentThread()
-        _checkNesting(thread, attempting: "read", file: file, line: line)
-        if _backlog.hasPending {
-            // Work submitted earlier goes first, and it may write: run it all under exclusion.
-            return try _exclusively(thread) { (state, _) throws(E) -> R in try body(state) }
-        }
-        let ticket = _lock.lockShared(thread: thread.index)
-        thread.enter(self, .shared)
-        defer {
-            thread.leave()
-            _lock.unlockShared(ticket)
-        }
-        return try body(_state.pointee)
+        _engine.checkNesting(thread, attempting: "read", file: file, line: line)
+        return try _engine.shared(thread, body)
     }
 
     /// Runs `body` with exclusive access to the state, after the reads in progress and before the
@@ -138,9 +95,7 @@ extension ReadersWriter {
     public func write<R, E: Error>(
         _ body: (inout State) throws(E) -> R, file: StaticString = #fileID, line: UInt = #line
     ) throws(E) -> R {
-        let thread = _CurrentThread()
-        _checkNesting(thread, attempting: "write", file: file, line: line)
-        return try _exclusively(thread) { (state, _) throws(E) -> R in try body(&state) }
+        try write({ (state, _) throws(E) -> R in try body(&state) }, file: file, line: line)
     }
 
     /// Runs `body` with exclusive access to the state and an outbox for what should happen after
@@ -160,52 +115,10 @@ extension ReadersWriter {
         _ body: (inout State, inout Outbox) throws(E) -> R, file: StaticString = #fileID, line: UInt = #line
     ) throws(E) -> R {
         let thread = _CurrentThread()
-        _checkNesting(thread, attempting: "write", file: file, line: line)
-        return try _exclusively(thread, body)
-    }
-
-    @inlinable
-    func _exclusively<R, E: Error>(
-        _ thread: _CurrentThread, _ body: (inout State, inout Outbox) throws(E) -> R
-    ) throws(E) -> R {
-        _lock.lockExclusive()
-        var outbox = _enteredExclusively(thread)
-        defer { _releaseExclusive(thread, outbox) }
-        return try body(&_state.pointee, &outbox)
-    }
-
-    /// Call right after taking the exclusive lock: marks the thread as inside, then runs whatever
-    /// was submitted earlier, so it goes first. Returns the outbox for the rest of the access.
-    @inlinable @inline(__always)
-    func _enteredExclusively(_ thread: _CurrentThread) -> Outbox {
-        thread.enter(self, .exclusive)
-        var outbox = Outbox()
-        if _backlog.hasPending {
-            _backlog.runAll(&outbox, apply: _apply)
-        }
-        return outbox
-    }
-
-    /// Applies a plain `writeAsync` body; call with the state held exclusively.
-    @usableFromInline
-    func _apply(_ body: @Sendable (inout State) -> Void) {
-        body(&_state.pointee)
-    }
-
-    /// Gives up exclusive access, then hands out what the accesses delivered, in the order they ran.
-    @inlinable @inline(__always)
-    func _releaseExclusive(_ thread: _CurrentThread, _ deliveries: borrowing Outbox) {
-        thread.leave()
-        if deliveries.isEmpty {
-            _lock.unlockExclusive()
-        } else {
-            _releaseExclusiveDelivering(copy deliveries)
-        }
-    }
-
-    @usableFromInline
-    func _releaseExclusiveDelivering(_ deliveries: consuming Outbox) {
-        _backlog.release(handingOut: deliveries) { _lock.unlockExclusive() }
+        _engine.checkNesting(thread, attempting: "write", file: file, line: line)
+        var outbox = _engine.lockExclusively(thread)
+        defer { _engine.unlockExclusively(thread, outbox) }
+        return try body(&_engine._state.pointee, &outbox)
     }
 }
 
@@ -225,10 +138,7 @@ extension ReadersWriter where State: Sendable {
         _ body: @escaping @Sendable (State) throws -> R,
         completion: @escaping @Sendable (Result<R, any Error>) -> Void
     ) {
-        _submit(isRead: true) { deliveries in
-            let result = Result { try body(self._state.pointee) }
-            deliveries.post(on: queue) { completion(result) }
-        }
+        _engine.submitRead(deliverOn: queue, body, completion: completion)
     }
 
     /// Runs `body` with exclusive access to the state later, and returns at once.
@@ -239,7 +149,7 @@ extension ReadersWriter where State: Sendable {
     /// names.writeAsync { $0.append("Notes.txt") }
     /// ```
     public func writeAsync(_ body: @escaping @Sendable (inout State) -> Void) {
-        _submit(.plain(body))
+        _engine.submit(body)
     }
 
     /// Runs `body` with exclusive access to the state later, and delivers its result on `queue`.
@@ -254,91 +164,18 @@ extension ReadersWriter where State: Sendable {
         _ body: @escaping @Sendable (inout State) throws -> R,
         completion: @escaping @Sendable (Result<R, any Error>) -> Void
     ) {
-        _submit(isRead: false) { deliveries in
-            let result: Result<R, any Error>
-            do { result = .success(try body(&self._state.pointee)) } catch { result = .failure(error) }
-            deliveries.post(on: queue) { completion(result) }
-        }
+        _engine.submitWrite(deliverOn: queue, body, completion: completion)
     }
 
     /// Runs `body` with shared access to the state, suspending instead of blocking while a write
     /// holds or waits for it, and returns its result.
     public func read<R: Sendable, E: Error>(_ body: @Sendable (State) throws(E) -> R) async throws(E) -> R {
-        let thread = _CurrentThread()
-        _checkNotInside(thread, attempting: "await read")
-        if !_backlog.hasPending, let ticket = _lock.tryLockShared(thread: thread.index) {
-            thread.enter(self, .shared)
-            defer {
-                thread.leave()
-                _lock.unlockShared(ticket)
-            }
-            return try body(_state.pointee)
-        }
-        return try await _awaitTurn(isRead: true) { (state: inout State) throws(E) -> R in try body(state) }
+        try await _engine.awaitShared(attempting: "await read", body)
     }
 
     /// Runs `body` with exclusive access to the state, suspending instead of blocking while other
     /// accesses hold it, and returns its result.
     public func write<R: Sendable, E: Error>(_ body: @Sendable (inout State) throws(E) -> R) async throws(E) -> R {
-        let thread = _CurrentThread()
-        _checkNotInside(thread, attempting: "await write")
-        if _lock.tryLockExclusive() {
-            let deliveries = _enteredExclusively(thread)
-            defer { _releaseExclusive(thread, deliveries) }
-            return try body(&_state.pointee)
-        }
-        return try await _awaitTurn(isRead: false, body)
-    }
-
-    private func _awaitTurn<R: Sendable, E: Error>(
-        isRead: Bool, _ body: @Sendable (inout State) throws(E) -> R
-    ) async throws(E) -> R {
-        let result: Result<R, E> = await withoutActuallyEscaping(body) { body in
-            await withUnsafeContinuation { continuation in
-                let turn = _Turn(body: body, continuation: continuation)
-                _submit(isRead: isRead) { deliveries in turn.run(&self._state.pointee, &deliveries) }
-            }
-        }
-        return try result.get()
-    }
-
-    private func _submit(isRead: Bool, _ run: @escaping @Sendable (inout Outbox) -> Void) {
-        _submit(.closure(isRead: isRead, run))
-    }
-
-    private func _submit(_ job: _Backlog<@Sendable (inout State) -> Void>.Job) {
-        if _backlog.submit(job) {
-            // At most one drain is scheduled at a time (the backlog sees to it), so a global queue
-            // does what a private serial queue would, without one per instance.
-            DispatchQueue.global().async { self._drain() }
-        }
-    }
-
-    /// Runs the backlog: leading reads together under shared access,
-    /// anything else under exclusive access, letting synchronous callers in between batches.
-    private func _drain() {
-        let thread = _CurrentThread()
-        repeat {
-            if _backlog.nextIsRead() == true {
-                // If a synchronous access takes these reads first, this batch is just empty.
-                let ticket = _lock.lockShared(thread: thread.index)
-                thread.enter(self, .shared)
-                var deliveries = Outbox()
-                _backlog.runLeadingReads(&deliveries, apply: _apply)
-                thread.leave()
-                _release(ticket, deliveries)
-            } else {
-                _lock.lockExclusive()
-                _releaseExclusive(thread, _enteredExclusively(thread))
-            }
-        } while !_backlog.finishDrain()
-    }
-
-    private func _release(_ ticket: _ReadersWriterLock.ReadTicket, _ deliveries: consuming Outbox) {
-        if deliveries.isEmpty {
-            _lock.unlockShared(ticket)
-        } else {
-            _backlog.release(handingOut: deliveries) { _lock.unlockShared(ticket) }
-        }
+        try await _engine.awaitExclusively(attempting: "await write", body)
     }
 }

@@ -29,7 +29,7 @@ private struct RealReadersWriter: ReadWriteLockLike {
     func read(_ body: () -> Void) { instance.read { _ in body() } }
     func write(_ body: () -> Void) { instance.write { _ in body() } }
     // A waiting writer has withdrawn the readers' fast path (nothing else has on a fresh instance).
-    var writerIsWaiting: Bool { !instance._lock._readBias.load(ordering: .sequentiallyConsistent) }
+    var writerIsWaiting: Bool { !instance._engine._lock._readBias.load(ordering: .sequentiallyConsistent) }
 }
 
 /// A deliberately broken variant for the starvation test: the textbook reader-preferring lock

@@ -20,6 +20,7 @@ struct _Lock: @unchecked Sendable {
     @usableFromInline let _handle: UnsafeMutablePointer<pthread_mutex_t>
     #endif
 
+    @usableFromInline
     init() {
         #if canImport(Darwin)
         _handle = .allocate(capacity: 1)
@@ -33,6 +34,7 @@ struct _Lock: @unchecked Sendable {
     }
 
     /// Frees the lock; call once, when no thread can reach it any more.
+    @usableFromInline
     func destroy() {
         #if !canImport(Darwin)
         pthread_mutex_destroy(_handle)

@@ -42,6 +42,7 @@ final class _ReadersWriterLock: @unchecked Sendable {
     @usableFromInline let _readBias = Atomic<Bool>(true)
     private let _biasInhibitedUntil = Atomic<UInt64>(0)
 
+    @usableFromInline
     init() {
         _underlying = .allocate(capacity: 1)
         _underlying.initialize(to: pthread_rwlock_t())
@@ -93,6 +94,7 @@ final class _ReadersWriterLock: @unchecked Sendable {
     }
 
     /// Shared access if it can be had without waiting.
+    @usableFromInline
     func tryLockShared(thread: UInt32) -> ReadTicket? {
         if let ticket = _tryFastRead(thread: thread) { return ticket }
         guard pthread_rwlock_tryrdlock(_underlying) == 0 else { return nil }
@@ -142,6 +144,7 @@ final class _ReadersWriterLock: @unchecked Sendable {
     }
 
     /// Exclusive access if it can be had without waiting.
+    @usableFromInline
     func tryLockExclusive() -> Bool {
         guard pthread_rwlock_trywrlock(_underlying) == 0 else { return false }
         guard _readBias.load(ordering: .relaxed) else { return true }

@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""A/B: runs the same benchmarks in two checkouts of this package, alternately, and prints each
+benchmark's median time in both and their ratio (this checkout over the other; below 1 is faster).
+
+Usage, from this folder: python3 ab.py --base DIR [--runs N] [extra arguments for `swift package benchmark`]
+
+DIR is the Benchmarks folder of the other checkout, for example of the commit before a change:
+    git worktree add /tmp/base HEAD~1 && python3 ab.py --base /tmp/base/Benchmarks --target ExclusionBenchmarks
+Runs alternate (base, this, base, this, ...) so that the machine's drift hits both sides alike.
+"""
+import os
+import statistics
+import subprocess
+import sys
+
+from ratios import medians
+
+
+def run(folder, arguments):
+    command = ["swift", "package", "benchmark", "--no-progress", "--format", "markdown"] + arguments
+    result = subprocess.run(command, capture_output=True, text=True, cwd=folder)
+    if result.returncode != 0:
+        sys.exit(f"benchmark run in {folder} failed ({result.returncode}):\n"
+                 + "\n".join(result.stderr.splitlines()[-40:]))
+    return medians(result.stdout, "Time (wall clock)")
+
+
+def main():
+    arguments = sys.argv[1:]
+    base, runs = None, 3
+    while arguments[:1] in (["--base"], ["--runs"]):
+        if arguments[0] == "--base":
+            base = arguments[1]
+        else:
+            runs = int(arguments[1])
+        arguments = arguments[2:]
+    if base is None:
+        sys.exit(__doc__)
+    here = os.path.dirname(os.path.abspath(__file__))
+    before, after = [], []
+    for _ in range(runs):
+        before.append(run(base, arguments))
+        after.append(run(here, arguments))
+    print(f"| Benchmark | Base (ns) | This (ns) | This / base (median of {runs} pairs) |")
+    print("|---|---:|---:|---:|")
+    for name in after[0]:
+        pairs = [(b[name], a[name]) for b, a in zip(before, after) if name in b and name in a]
+        if not pairs:
+            continue
+        ratios = [a / b for b, a in pairs]
+        spread = f" ({min(ratios):.2f}–{max(ratios):.2f})" if len(ratios) > 1 else ""
+        print(f"| {name} | {statistics.median(b for b, _ in pairs):.4g} | "
+              f"{statistics.median(a for _, a in pairs):.4g} | {statistics.median(ratios):.2f}×{spread} |")
+
+
+if __name__ == "__main__":
+    main()

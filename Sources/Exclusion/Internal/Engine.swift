@@ -1,0 +1,259 @@
+import Dispatch
+
+/// The access engine behind `Exclusive` and `ReadersWriter`, written once for both.
+///
+/// It owns the state and keeps every promise the two types make: work one thread submits runs in
+/// the order it submitted it (synchronous, asynchronous and awaited alike), deliveries leave in
+/// the order the state was held and never while it is held, an awaited access suspends instead of
+/// blocking, and a re-entrant or badly nested access stops the process with a message instead of
+/// deadlocking. The two types differ only in their `Lock`: `Exclusive` has no shared access, so
+/// its engine never batches reads.
+///
+/// The engine is the instance as far as thread tracking and the lock-order check are concerned;
+/// each public instance owns exactly one.
+@usableFromInline
+final class _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
+    // @unchecked: _state is only read with _lock held (shared or exclusively) and only changed
+    // with it held exclusively; everything else is immutable or guards itself. The public types
+    // decide which states may cross threads (`Exclusive` through `sending`, `ReadersWriter` by
+    // requiring `Sendable` for its asynchronous accessors).
+
+    /// A plain asynchronous body, applied to the state without wrapping it in another closure.
+    @usableFromInline typealias Plain = @Sendable (inout sending State) -> Void
+
+    @usableFromInline let label: String
+    /// The public type's name without its generic argument, such as `"Exclusive"`.
+    private let _kind: StaticString
+    @usableFromInline let _state: UnsafeMutablePointer<State>
+    @usableFromInline let _lock = Lock()
+    @usableFromInline let _backlog = _Backlog<Plain>()
+
+    init(_ initialState: sending State, kind: StaticString, label: String) {
+        self.label = label
+        _kind = kind
+        _state = .allocate(capacity: 1)
+        _state.initialize(to: initialState)
+    }
+
+    deinit {
+        _LockOrder.forget(self)
+        _state.deinitialize(count: 1)
+        _state.deallocate()
+        _lock.destroy()
+    }
+
+    /// The public type's full name, as messages show it: `Exclusive<Ledger>`.
+    @usableFromInline var _typeName: String { "\(_kind)<\(State.self)>" }
+
+    /// Whether the calling thread is inside an access of this instance right now.
+    var isAccessing: Bool { _CurrentThread().mode(in: self) != nil }
+}
+
+extension _Engine: _LockOrderNamed {}
+
+// MARK: - Checks before waiting
+
+extension _Engine {
+    /// Before blocking for this instance: stops on re-entrancy, and checks the lock order against
+    /// the other instances this thread is inside. Costs one comparison when it is inside none.
+    @inlinable @inline(__always)
+    func checkNesting(_ thread: _CurrentThread, attempting attempted: String, file: StaticString, line: UInt) {
+        guard thread.isInsideAny else { return }
+        checkNotInside(thread, attempting: attempted)
+        _LockOrder.willAcquire(self, holding: thread, file: file, line: line)
+    }
+
+    /// Stops the process if this thread is inside this instance: waiting would never end.
+    @inlinable
+    func checkNotInside(_ thread: _CurrentThread, attempting attempted: String) {
+        guard let mode = thread.mode(in: self) else { return }
+        _reentrantAccess(type: _typeName, label: label, attempted: attempted, holding: Lock.describe(mode))
+    }
+}
+
+// MARK: - Synchronous access
+
+extension _Engine {
+    /// Takes the state exclusively, on this thread, and runs everything submitted earlier; returns
+    /// the outbox for the rest of the access. Pair with `unlockExclusively`, then the caller's body
+    /// runs in between (the public types call it, because only they know whether their bodies
+    /// take the state as `sending`).
+    @inlinable @inline(__always)
+    func lockExclusively(_ thread: _CurrentThread) -> Outbox {
+        _lock.lockExclusive()
+        return _enteredExclusively(thread)
+    }
+
+    /// Gives up exclusive access, then hands out what the accesses delivered, in the order they ran.
+    @inlinable @inline(__always)
+    func unlockExclusively(_ thread: _CurrentThread, _ deliveries: borrowing Outbox) {
+        thread.leave()
+        if deliveries.isEmpty {
+            _lock.unlockExclusive()
+        } else {
+            _releaseExclusiveDelivering(copy deliveries)
+        }
+    }
+
+    /// Runs `body` with the state held shared, alongside other reads, on this thread.
+    ///
+    /// If anything submitted earlier is waiting, it goes first, and it may write: then the whole
+    /// lot, `body` included, runs under exclusive access.
+    @inlinable
+    func shared<R, E: Error>(_ thread: _CurrentThread, _ body: (State) throws(E) -> R) throws(E) -> R {
+        if _backlog.hasPending {
+            let outbox = lockExclusively(thread)
+            defer { unlockExclusively(thread, outbox) }
+            return try body(_state.pointee)
+        }
+        return try _read(thread, holding: _lock.lockShared(thread: thread.index), body)
+    }
+
+    /// Runs `body` on the state, which this thread holds shared with `ticket`, then lets go of it.
+    @inlinable @inline(__always)
+    func _read<R, E: Error>(
+        _ thread: _CurrentThread, holding ticket: Lock.ReadTicket, _ body: (State) throws(E) -> R
+    ) throws(E) -> R {
+        thread.enter(self, .shared)
+        defer {
+            thread.leave()
+            _lock.unlockShared(ticket)
+        }
+        return try body(_state.pointee)
+    }
+
+    /// Call right after taking the lock exclusively: marks the thread as inside, then runs whatever
+    /// was submitted earlier, so it goes first. Returns the outbox for the rest of the access.
+    @inlinable @inline(__always)
+    func _enteredExclusively(_ thread: _CurrentThread) -> Outbox {
+        thread.enter(self, .exclusive)
+        var outbox = Outbox()
+        if _backlog.hasPending {
+            _backlog.runAll(&outbox, apply: _apply)
+        }
+        return outbox
+    }
+
+    /// Applies a plain asynchronous body; call with the state held exclusively.
+    @usableFromInline
+    func _apply(_ body: Plain) {
+        body(&_state.pointee)
+    }
+
+    @usableFromInline
+    func _releaseExclusiveDelivering(_ deliveries: consuming Outbox) {
+        _backlog.release(handingOut: deliveries) { _lock.unlockExclusive() }
+    }
+
+    private func _releaseShared(_ ticket: Lock.ReadTicket, _ deliveries: consuming Outbox) {
+        if deliveries.isEmpty {
+            _lock.unlockShared(ticket)
+        } else {
+            _backlog.release(handingOut: deliveries) { _lock.unlockShared(ticket) }
+        }
+    }
+}
+
+// MARK: - Awaited access
+
+extension _Engine {
+    /// Runs `body` with the state held exclusively: at once on this thread if the lock is free
+    /// (after running what was submitted earlier), otherwise in its turn while the task is suspended.
+    func awaitExclusively<R: Sendable, E: Error>(
+        attempting attempted: String, _ body: @Sendable (inout sending State) throws(E) -> R
+    ) async throws(E) -> R {
+        let thread = _CurrentThread()
+        checkNotInside(thread, attempting: attempted)
+        if _lock.tryLockExclusive() {
+            let deliveries = _enteredExclusively(thread)
+            defer { unlockExclusively(thread, deliveries) }
+            return try body(&_state.pointee)
+        }
+        return try await _awaitTurn(isRead: false, body)
+    }
+
+    /// Runs `body` with the state held shared: at once on this thread if nothing is waiting and no
+    /// write holds the lock, otherwise in its turn while the task is suspended.
+    func awaitShared<R: Sendable, E: Error>(
+        attempting attempted: String, _ body: @Sendable (State) throws(E) -> R
+    ) async throws(E) -> R {
+        let thread = _CurrentThread()
+        checkNotInside(thread, attempting: attempted)
+        if !_backlog.hasPending, let ticket = _lock.tryLockShared(thread: thread.index) {
+            return try _read(thread, holding: ticket, body)
+        }
+        return try await _awaitTurn(isRead: true) { (state: inout sending State) throws(E) -> R in try body(state) }
+    }
+
+    private func _awaitTurn<R: Sendable, E: Error>(
+        isRead: Bool, _ body: @Sendable (inout sending State) throws(E) -> R
+    ) async throws(E) -> R {
+        let result: Result<R, E> = await withoutActuallyEscaping(body) { body in
+            await withUnsafeContinuation { continuation in
+                let turn = _Turn(body: body, continuation: continuation)
+                _submit(.closure(isRead: isRead) { deliveries in turn.run(&self._state.pointee, &deliveries) })
+            }
+        }
+        return try result.get()
+    }
+}
+
+// MARK: - Asynchronous access
+
+extension _Engine {
+    /// Runs `body` with the state held exclusively, later.
+    func submit(_ body: @escaping Plain) {
+        _submit(.plain(body))
+    }
+
+    /// Runs `body` with the state held shared, later, and delivers its result on `queue`.
+    func submitRead<R: Sendable>(
+        deliverOn queue: DispatchQueue, _ body: @escaping @Sendable (State) throws -> R,
+        completion: @escaping @Sendable (Result<R, any Error>) -> Void
+    ) {
+        _submit(
+            .closure(isRead: true) { deliveries in
+                let result = Result { () throws(any Error) -> R in try body(self._state.pointee) }
+                deliveries.post(on: queue) { completion(result) }
+            })
+    }
+
+    /// Runs `body` with the state held exclusively, later, and delivers its result on `queue`.
+    func submitWrite<R: Sendable>(
+        deliverOn queue: DispatchQueue, _ body: @escaping @Sendable (inout sending State) throws -> R,
+        completion: @escaping @Sendable (Result<R, any Error>) -> Void
+    ) {
+        _submit(
+            .closure(isRead: false) { deliveries in
+                let result = Result { () throws(any Error) -> R in try body(&self._state.pointee) }
+                deliveries.post(on: queue) { completion(result) }
+            })
+    }
+
+    private func _submit(_ job: _Backlog<Plain>.Job) {
+        if _backlog.submit(job) {
+            // At most one drain is scheduled at a time (the backlog sees to it), so a global queue
+            // does what a private serial queue would, without one per instance.
+            DispatchQueue.global().async { self._drain() }
+        }
+    }
+
+    /// Runs the backlog a batch at a time, letting synchronous callers in between batches: leading
+    /// reads together under shared access, anything else under exclusive access.
+    private func _drain() {
+        let thread = _CurrentThread()
+        repeat {
+            if Lock.sharesReads, _backlog.nextIsRead() == true {
+                // If a synchronous access takes these reads first, this batch is just empty.
+                let ticket = _lock.lockShared(thread: thread.index)
+                thread.enter(self, .shared)
+                var deliveries = Outbox()
+                _backlog.runLeadingReads(&deliveries, apply: _apply)
+                thread.leave()
+                _releaseShared(ticket, deliveries)
+            } else {
+                unlockExclusively(thread, lockExclusively(thread))
+            }
+        } while !_backlog.finishDrain()
+    }
+}
