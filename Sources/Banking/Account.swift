@@ -21,10 +21,16 @@ public final class Account: Sendable {
     }
 
     /// Whether the account is closed; a closed account accepts nothing and pays nothing.
-    public var isClosed: Bool { bank.store.read { $0.isClosed(id) } }
+    public var isClosed: Bool {
+        let id = id  // captured alone, so reading doesn't retain the account
+        return bank.store.read { $0.isClosed(id) }
+    }
 
     /// The account's balance right now.
-    public var balance: Money { bank.store.read { $0.balance(of: id) } }
+    public var balance: Money {
+        let id = id  // captured alone, so reading doesn't retain the account
+        return bank.store.read { $0.balance(of: id) }
+    }
 
     /// Pays `amount` in.
     ///

@@ -73,11 +73,15 @@ extension Exclusive {
     /// - Throws: What `body` throws.
     /// - Warning: Calling any accessor of this instance from inside `body` stops the process: it
     ///   would deadlock. Use the state passed to your closure.
-    @inlinable
+    @inlinable @inline(__always)
     public func access<R, E: Error>(
         _ body: (inout sending State) throws(E) -> sending R, file: StaticString = #fileID, line: UInt = #line
     ) throws(E) -> sending R {
-        try access({ (state, _) throws(E) -> sending R in try body(&state) }, file: file, line: line)
+        let thread = _CurrentThread()
+        _engine.checkNesting(thread, attempting: "access", file: file, line: line)
+        let outbox = _engine.lockExclusively(thread)
+        defer { _engine.unlockExclusively(thread, outbox) }
+        return try body(&_engine._state.pointee)
     }
 
     /// Runs `body` with exclusive access to the state and an outbox for what should happen after
@@ -165,6 +169,7 @@ extension Exclusive {
     /// - Parameter body: Reads or changes the state. Changes made before a throw stay.
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws.
+    @inlinable
     public func access<R: Sendable, E: Error>(
         _ body: @Sendable (inout sending State) throws(E) -> R
     ) async throws(E) -> R {

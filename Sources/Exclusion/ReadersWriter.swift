@@ -68,7 +68,7 @@ extension ReadersWriter {
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws.
     /// - Warning: Calling any accessor of this instance from inside `body` stops the process.
-    @inlinable
+    @inlinable @inline(__always)
     public func read<R, E: Error>(
         _ body: (State) throws(E) -> R, file: StaticString = #fileID, line: UInt = #line
     ) throws(E) -> R {
@@ -169,12 +169,14 @@ extension ReadersWriter where State: Sendable {
 
     /// Runs `body` with shared access to the state, suspending instead of blocking while a write
     /// holds or waits for it, and returns its result.
+    @inlinable
     public func read<R: Sendable, E: Error>(_ body: @Sendable (State) throws(E) -> R) async throws(E) -> R {
         try await _engine.awaitShared(attempting: "await read", body)
     }
 
     /// Runs `body` with exclusive access to the state, suspending instead of blocking while other
     /// accesses hold it, and returns its result.
+    @inlinable
     public func write<R: Sendable, E: Error>(_ body: @Sendable (inout State) throws(E) -> R) async throws(E) -> R {
         try await _engine.awaitExclusively(attempting: "await write", body)
     }

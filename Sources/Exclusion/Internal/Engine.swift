@@ -25,8 +25,10 @@ final class _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
     /// The public type's name without its generic argument, such as `"Exclusive"`.
     private let _kind: StaticString
     @usableFromInline let _state: UnsafeMutablePointer<State>
-    @usableFromInline let _lock = Lock()
     @usableFromInline let _backlog = _Backlog<Plain>()
+
+    /// Last, so that the fields above have offsets known at compile time whatever the lock is.
+    @usableFromInline let _lock = Lock()
 
     init(_ initialState: sending State, kind: StaticString, label: String) {
         self.label = label
@@ -58,7 +60,12 @@ extension _Engine {
     /// the other instances this thread is inside. Costs one comparison when it is inside none.
     @inlinable @inline(__always)
     func checkNesting(_ thread: _CurrentThread, attempting attempted: String, file: StaticString, line: UInt) {
-        guard thread.isInsideAny else { return }
+        if thread.isInsideAny { _checkNested(thread, attempting: attempted, file: file, line: line) }
+    }
+
+    /// Out of line, so that the accesses that hold nothing else stay small enough to inline.
+    @usableFromInline
+    func _checkNested(_ thread: _CurrentThread, attempting attempted: String, file: StaticString, line: UInt) {
         checkNotInside(thread, attempting: attempted)
         _LockOrder.willAcquire(self, holding: thread, file: file, line: line)
     }
@@ -81,6 +88,14 @@ extension _Engine {
     @inlinable @inline(__always)
     func lockExclusively(_ thread: _CurrentThread) -> Outbox {
         _lock.lockExclusive()
+        return _enteredExclusively(thread)
+    }
+
+    /// Takes the state exclusively if that needs no waiting, and runs what was submitted earlier;
+    /// nil if another access holds it.
+    @inlinable @inline(__always)
+    func tryLockExclusively(_ thread: _CurrentThread) -> Outbox? {
+        guard _lock.tryLockExclusive() else { return nil }
         return _enteredExclusively(thread)
     }
 
@@ -157,15 +172,25 @@ extension _Engine {
 // MARK: - Awaited access
 
 extension _Engine {
+    /// Takes the state shared if nothing is waiting and no write holds the lock; nil if that
+    /// would mean waiting. The first half of an awaited read.
+    @inlinable @inline(__always)
+    func tryLockShared(_ thread: _CurrentThread) -> Lock.ReadTicket? {
+        guard !_backlog.hasPending else { return nil }
+        return _lock.tryLockShared(thread: thread.index)
+    }
+
     /// Runs `body` with the state held exclusively: at once on this thread if the lock is free
-    /// (after running what was submitted earlier), otherwise in its turn while the task is suspended.
+    /// (after running what was submitted earlier), otherwise in its turn while the task is
+    /// suspended. Inlined into the public accessor, so that its first half costs what a
+    /// synchronous access does.
+    @inlinable @inline(__always)
     func awaitExclusively<R: Sendable, E: Error>(
         attempting attempted: String, _ body: @Sendable (inout sending State) throws(E) -> R
     ) async throws(E) -> R {
         let thread = _CurrentThread()
         checkNotInside(thread, attempting: attempted)
-        if _lock.tryLockExclusive() {
-            let deliveries = _enteredExclusively(thread)
+        if let deliveries = tryLockExclusively(thread) {
             defer { unlockExclusively(thread, deliveries) }
             return try body(&_state.pointee)
         }
@@ -174,18 +199,18 @@ extension _Engine {
 
     /// Runs `body` with the state held shared: at once on this thread if nothing is waiting and no
     /// write holds the lock, otherwise in its turn while the task is suspended.
+    @inlinable @inline(__always)
     func awaitShared<R: Sendable, E: Error>(
         attempting attempted: String, _ body: @Sendable (State) throws(E) -> R
     ) async throws(E) -> R {
         let thread = _CurrentThread()
         checkNotInside(thread, attempting: attempted)
-        if !_backlog.hasPending, let ticket = _lock.tryLockShared(thread: thread.index) {
-            return try _read(thread, holding: ticket, body)
-        }
+        if let ticket = tryLockShared(thread) { return try _read(thread, holding: ticket, body) }
         return try await _awaitTurn(isRead: true) { (state: inout sending State) throws(E) -> R in try body(state) }
     }
 
-    private func _awaitTurn<R: Sendable, E: Error>(
+    @usableFromInline
+    func _awaitTurn<R: Sendable, E: Error>(
         isRead: Bool, _ body: @Sendable (inout sending State) throws(E) -> R
     ) async throws(E) -> R {
         let result: Result<R, E> = await withoutActuallyEscaping(body) { body in
