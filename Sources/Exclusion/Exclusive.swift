@@ -130,6 +130,7 @@ extension Exclusive {
     /// submitted by this thread afterwards sees its effects.
     ///
     /// - Parameter body: Changes the state. It runs on a thread of the instance's choosing.
+    @inlinable
     public func accessAsync(_ body: @escaping @Sendable (inout sending State) -> Void) {
         _engine.submit(body)
     }

@@ -148,6 +148,7 @@ extension ReadersWriter where State: Sendable {
     /// ```swift
     /// names.writeAsync { $0.append("Notes.txt") }
     /// ```
+    @inlinable
     public func writeAsync(_ body: @escaping @Sendable (inout State) -> Void) {
         _engine.submit(body)
     }

@@ -227,6 +227,7 @@ extension _Engine {
 
 extension _Engine {
     /// Runs `body` with the state held exclusively, later.
+    @inlinable
     func submit(_ body: @escaping Plain) {
         _submit(.plain(body))
     }
@@ -255,7 +256,8 @@ extension _Engine {
             })
     }
 
-    private func _submit(_ job: _Backlog<Plain>.Job) {
+    @usableFromInline
+    func _submit(_ job: _Backlog<Plain>.Job) {
         if _backlog.submit(job) {
             // At most one drain is scheduled at a time (the backlog sees to it), so a global queue
             // does what a private serial queue would, without one per instance.
