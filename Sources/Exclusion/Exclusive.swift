@@ -38,6 +38,11 @@ public final class Exclusive<State>: Sendable {
         _engine = _Engine(initialState, kind: "Exclusive", label: label)
     }
 
+    /// An instance whose waiting has the given bugs, for tests that must show they catch them.
+    init(_ initialState: sending State, label: String, faults: _WaitFaults) {
+        _engine = _Engine(initialState, kind: "Exclusive", label: label, faults: faults)
+    }
+
     /// The name of this instance, shown in re-entrancy messages.
     public var label: String { _engine.label }
 

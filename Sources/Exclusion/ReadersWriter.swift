@@ -39,6 +39,11 @@ public final class ReadersWriter<State> {
         _engine = _Engine(initialState, kind: "ReadersWriter", label: label)
     }
 
+    /// An instance whose waiting has the given bugs, for tests that must show they catch them.
+    init(_ initialState: sending State, label: String, faults: _WaitFaults) {
+        _engine = _Engine(initialState, kind: "ReadersWriter", label: label, faults: faults)
+    }
+
     /// The name of this instance, shown in re-entrancy messages.
     public var label: String { _engine.label }
 

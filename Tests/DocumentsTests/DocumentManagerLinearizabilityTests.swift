@@ -150,7 +150,7 @@ struct DocumentManagerLinearizabilityTests {
     }
 
     @Test func aRemoveThatChecksInOneAccessAndRemovesInAnotherIsCaught() async {
-        let report = await ScenarioRunner(model: DocumentManagerModel(), histories: .max, timeLimit: .seconds(60)).run(
+        let report = await ScenarioRunner(model: DocumentManagerModel(), histories: .max, timeLimit: .seconds(300)).run(
             setUp: { DocumentManager() },
             inputs: { generator in
                 // One name, saved and removed by three threads at once.

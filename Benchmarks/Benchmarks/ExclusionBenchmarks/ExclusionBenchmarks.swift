@@ -168,6 +168,10 @@ let benchmarks: @Sendable () -> Void = {
         benchmark.startMeasurement()
         await Task.detached { for _ in 0..<count { await counter.increment() } }.value
     }
+
+    // MARK: - Waiting for state
+
+    waitingBenchmarks()
 }
 
 /// Runs `body` a thousand times: one "operation" of the single-threaded rows.

@@ -26,18 +26,23 @@ final class _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
     private let _kind: StaticString
     @usableFromInline let _state: UnsafeMutablePointer<State>
     @usableFromInline let _backlog = _Backlog<Plain>()
+    @usableFromInline let _waitList: _WaitList<State>
 
     /// Last, so that the fields above have offsets known at compile time whatever the lock is.
     @usableFromInline let _lock = Lock()
 
-    init(_ initialState: sending State, kind: StaticString, label: String) {
+    init(_ initialState: sending State, kind: StaticString, label: String, faults: _WaitFaults = []) {
         self.label = label
+        _waitList = _WaitList(faults: faults)
         _kind = kind
         _state = .allocate(capacity: 1)
         _state.initialize(to: initialState)
     }
 
     deinit {
+        // Only work submitted with a condition can still wait here: nobody is left to change the
+        // state, so its condition will never hold. It must still hear back exactly once.
+        _waitList.abandonAll(with: CancellationError())
         _LockOrder.forget(self)
         _state.deinitialize(count: 1)
         _state.deallocate()
@@ -88,20 +93,29 @@ extension _Engine {
     @inlinable @inline(__always)
     func lockExclusively(_ thread: _CurrentThread) -> Outbox {
         _lock.lockExclusive()
+        if _waitList.isReserved { _backOffForGrantee() }
         return _enteredExclusively(thread)
     }
 
     /// Takes the state exclusively if that needs no waiting, and runs what was submitted earlier;
-    /// nil if another access holds it.
+    /// nil if another access holds it or it is promised to a waiter.
     @inlinable @inline(__always)
     func tryLockExclusively(_ thread: _CurrentThread) -> Outbox? {
         guard _lock.tryLockExclusive() else { return nil }
+        if _waitList.isReserved {
+            _lock.unlockExclusive()
+            return nil
+        }
         return _enteredExclusively(thread)
     }
 
     /// Gives up exclusive access, then hands out what the accesses delivered, in the order they ran.
     @inlinable @inline(__always)
     func unlockExclusively(_ thread: _CurrentThread, _ deliveries: borrowing Outbox) {
+        if _waitList.isWaiting {
+            _serveWaitersAndUnlock(thread, copy deliveries)
+            return
+        }
         thread.leave()
         if deliveries.isEmpty {
             _lock.unlockExclusive()
@@ -153,6 +167,23 @@ extension _Engine {
     @usableFromInline
     func _apply(_ body: Plain) {
         body(&_state.pointee)
+    }
+
+    /// The release after an exclusive access while accesses wait for conditions: checks them
+    /// first, with the state still held.
+    @usableFromInline
+    func _serveWaitersAndUnlock(_ thread: _CurrentThread, _ deliveries: consuming Outbox) {
+        var deliveries = deliveries
+        var wokeThread = false
+        while let run = _waitList.nextReady(_state, wokeThread: &wokeThread) {
+            run(&_state.pointee, &deliveries)
+        }
+        thread.leave()
+        if deliveries.isEmpty {
+            _lock.unlockExclusive()
+        } else {
+            _releaseExclusiveDelivering(deliveries)
+        }
     }
 
     @usableFromInline

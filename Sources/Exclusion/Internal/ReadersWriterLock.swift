@@ -35,6 +35,10 @@ final class _ReadersWriterLock: @unchecked Sendable {
     @usableFromInline static var slowPath: ReadTicket { -1 }
 
     @usableFromInline static var slotCount: Int { 16 }
+    /// A slot's values: 0 when free; `announcing` from a reader's announcement until it has seen
+    /// the bias hold; `reading` from then until it leaves.
+    @usableFromInline static var announcing: Int { 1 }
+    @usableFromInline static var reading: Int { 2 }
     @usableFromInline static var slotStride: Int { 128 }  // two cache lines: adjacent-line prefetch can't couple slots
 
     @usableFromInline let _underlying: UnsafeMutablePointer<pthread_rwlock_t>
@@ -119,9 +123,14 @@ final class _ReadersWriterLock: @unchecked Sendable {
         // Announce, then re-check: a writer withdraws the bias before scanning the slots, so either
         // it sees this announcement or this reader sees the withdrawal (both orderings are
         // sequentially consistent, as in Dekker's algorithm).
-        guard slot.pointee.compareExchange(expected: 0, desired: 1, ordering: .sequentiallyConsistent).exchanged
+        guard
+            slot.pointee.compareExchange(expected: 0, desired: Self.announcing, ordering: .sequentiallyConsistent)
+                .exchanged
         else { return nil }
-        if _readBias.load(ordering: .sequentiallyConsistent) { return index }
+        if _readBias.load(ordering: .sequentiallyConsistent) {
+            slot.pointee.store(Self.reading, ordering: .relaxed)
+            return index
+        }
         slot.pointee.store(0, ordering: .releasing)
         return nil
     }
@@ -149,13 +158,28 @@ final class _ReadersWriterLock: @unchecked Sendable {
         guard pthread_rwlock_trywrlock(_underlying) == 0 else { return false }
         guard _readBias.load(ordering: .relaxed) else { return true }
         _readBias.store(false, ordering: .sequentiallyConsistent)
-        for index in 0..<Self.slotCount where _slot(index).pointee.load(ordering: .sequentiallyConsistent) != 0 {
+        for index in 0..<Self.slotCount where !_slotIsFree(index) {
             // A fast-path reader is inside: undo, as if the lock had been busy.
             _readBias.store(true, ordering: .releasing)
             pthread_rwlock_unlock(_underlying)
             return false
         }
         return true
+    }
+
+    /// Whether no fast-path reader holds slot `index`. A reader announces itself before it checks
+    /// the bias, and only then reads; one caught in between is waited out (a few instructions),
+    /// since it may yet see the bias withdrawn and leave, and failing for it would be a spurious
+    /// failure.
+    private func _slotIsFree(_ index: Int) -> Bool {
+        var spins = 0
+        while true {
+            switch _slot(index).pointee.load(ordering: .sequentiallyConsistent) {
+            case 0: return true
+            case Self.reading: return false
+            default: _backOff(&spins)
+            }
+        }
     }
 
     @usableFromInline

@@ -1,0 +1,335 @@
+import Dispatch
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Bugs the wait list can be told to have, so that tests can show they catch each of them in this
+/// very code. Instances made by the public initializers have none.
+struct _WaitFaults: OptionSet, Sendable {
+    let rawValue: Int
+    /// Releases never check conditions: a waiter would need an explicit signal (a lost wake-up).
+    static let signalOnly = _WaitFaults(rawValue: 1 << 0)
+    /// Every release wakes every blocked waiter, which then runs without checking again.
+    static let noRecheck = _WaitFaults(rawValue: 1 << 1)
+    /// A cancelled awaited access stays in line.
+    static let forgetCancelled = _WaitFaults(rawValue: 1 << 2)
+    /// A blocked thread is never granted the state, however often it loses it.
+    static let noGrant = _WaitFaults(rawValue: 1 << 3)
+}
+
+/// One access waiting for a condition on the state.
+final class _Waiter<State>: @unchecked Sendable {
+    // @unchecked: every var is only touched while the wait list's lock is held; the closures taken
+    // out of it are called by the one thread that took them.
+
+    enum Status {
+        /// An awaited or asynchronous access that hasn't looked at the state yet.
+        case pending
+        /// In the list; its condition is checked after every exclusive access.
+        case waiting
+        /// A thread woken because its condition held; it checks again once it holds the state.
+        case woken
+        /// A thread to which the state is promised: nobody else may take it exclusively first.
+        case granted
+        /// Ran, failed, timed out or was cancelled: nothing more will happen to it.
+        case done
+    }
+
+    var status: Status
+    var condition: (@Sendable (State) -> Bool)?
+    /// For a blocked thread: what wakes it.
+    let semaphore: DispatchSemaphore?
+    /// For an awaited or asynchronous access: runs the body with the state held, posting what it
+    /// delivers; or delivers an error without it.
+    var run: (@Sendable (inout sending State, inout Outbox) -> Void)?
+    var fail: (@Sendable (any Error) -> Void)?
+    /// The error it was abandoned with before it could be set up (a task cancelled early).
+    var abandonedWith: (any Error)?
+    /// For a blocked thread: how many times it was woken and found its condition false again.
+    /// After two, it is handed the state directly the next time, so a stream of other accesses
+    /// can't keep taking what it waits for.
+    var losses = 0
+    var timer: (any DispatchSourceTimer)?
+
+    /// A blocked thread's record.
+    init(thread condition: @escaping @Sendable (State) -> Bool) {
+        status = .waiting
+        self.condition = condition
+        semaphore = DispatchSemaphore(value: 0)
+    }
+
+    /// An awaited or asynchronous access's record; `run` and `fail` are set before it is submitted.
+    init(job condition: @escaping @Sendable (State) -> Bool) {
+        status = .pending
+        self.condition = condition
+        semaphore = nil
+    }
+
+    var isThread: Bool { semaphore != nil }
+
+    /// Forgets the closures (which may belong to a caller's frame) and stops the timer. Call under
+    /// the list's lock when the waiter is done.
+    fileprivate func clear() {
+        condition = nil
+        run = nil
+        fail = nil
+        timer?.cancel()
+        timer = nil
+    }
+}
+
+/// The accesses waiting for a condition on one instance's state, in the order they began to wait.
+///
+/// Conditions are checked by whichever thread releases the state after an exclusive access, with
+/// the state still held, so nothing that changes the state can slip between a check and the wait
+/// it decides (no lost wake-ups), and no user code ever signals. What happens when a condition
+/// holds depends on the waiter:
+///
+/// - An awaited or asynchronous access runs its body right there, on the releasing thread, before
+///   the state is released: nothing can come between the condition and the body.
+/// - A blocked thread is woken and checks again once it holds the state; if another access took
+///   what it waited for, it waits again in its place. After two such losses it is *granted* the
+///   state instead: it is woken, and every exclusive access backs off until it has run. Waking
+///   without a grant lets a signaller carry on (a producer fills a queue while the consumer wakes);
+///   the grant bounds how often a waiter can lose.
+@usableFromInline
+final class _WaitList<State>: @unchecked Sendable {
+    // @unchecked: _waiters, _grantee and every waiter's fields are only touched while _lock is
+    // held; the atomics are hints read without it.
+
+    let faults: _WaitFaults
+    private let _lock = _Lock()
+    private var _waiters: [_Waiter<State>] = []
+    private var _grantee: _Waiter<State>?
+    /// How many waiters are in the list: an exclusive release checks conditions only if some are.
+    @usableFromInline let _count = Atomic<Int>(0)
+    /// Whether the state is promised to a granted thread. Set and cleared with the state held
+    /// exclusively, so a thread holding it reads it right.
+    @usableFromInline let _isReserved = Atomic<Bool>(false)
+
+    init(faults: _WaitFaults = []) {
+        self.faults = faults
+    }
+
+    deinit {
+        _lock.destroy()
+    }
+
+    /// Whether any access waits; read with the state held exclusively, it is exact.
+    @inlinable var isWaiting: Bool { _count.load(ordering: .relaxed) != 0 }
+
+    /// Whether the state is promised to a granted thread; read with the state held exclusively.
+    @inlinable var isReserved: Bool { _isReserved.load(ordering: .relaxed) }
+
+    /// How many blocked threads wait asleep (not woken, not granted); for tests.
+    var threadsAsleep: Int {
+        _lock.lock()
+        defer { _lock.unlock() }
+        return _waiters.count { $0.isThread && $0.status == .waiting }
+    }
+
+    // MARK: - Blocked threads
+
+    /// Adds a thread that found its condition false; call with the state held exclusively.
+    func enqueue(_ waiter: _Waiter<State>) {
+        _lock.lock()
+        _waiters.append(waiter)
+        _count.add(1, ordering: .relaxed)
+        _lock.unlock()
+    }
+
+    /// Called by a woken or granted thread that now holds the state: whether the promise it was
+    /// granted (if any) is its own, which it now takes up.
+    func takeGrant(_ waiter: _Waiter<State>) -> Bool {
+        _lock.lock()
+        defer { _lock.unlock() }
+        guard _grantee === waiter else { return false }
+        _grantee = nil
+        _isReserved.store(false, ordering: .relaxed)
+        return true
+    }
+
+    /// A thread holding the state found its condition true (`satisfied`) and will run, or gives up;
+    /// either way it leaves the list. If it was granted the state without taking it up, the grant
+    /// ends too.
+    func leave(_ waiter: _Waiter<State>) {
+        _lock.lock()
+        _remove(waiter)
+        _lock.unlock()
+    }
+
+    /// A thread holding the state found its condition false again: it waits again in its place.
+    func waitAgain(_ waiter: _Waiter<State>) {
+        _lock.lock()
+        waiter.losses += 1
+        waiter.status = .waiting
+        _lock.unlock()
+    }
+
+    /// A blocked thread's wait timed out. Returns true if it left the list without having been
+    /// woken; false if a wake-up is on its way (the caller must then take it and check again).
+    func timeOut(_ waiter: _Waiter<State>) -> Bool {
+        _lock.lock()
+        defer { _lock.unlock() }
+        guard waiter.status == .waiting else { return false }
+        _remove(waiter)
+        return true
+    }
+
+    private func _remove(_ waiter: _Waiter<State>) {
+        if waiter.status == .granted, _grantee === waiter {
+            _grantee = nil
+            _isReserved.store(false, ordering: .relaxed)
+        }
+        waiter.status = .done
+        waiter.clear()
+        if let index = _waiters.firstIndex(where: { $0 === waiter }) {
+            _waiters.remove(at: index)
+            _count.add(-1, ordering: .relaxed)
+        }
+    }
+
+    // MARK: - Awaited and asynchronous accesses
+
+    /// Looks at a pending awaited or asynchronous access, with the state held exclusively: if its
+    /// condition holds, returns its body to run now; otherwise it joins the list. Returns nil too
+    /// if it was abandoned meanwhile.
+    func check(
+        _ waiter: _Waiter<State>, _ state: UnsafeMutablePointer<State>
+    ) -> (@Sendable (inout sending State, inout Outbox) -> Void)? {
+        _lock.lock()
+        defer { _lock.unlock() }
+        guard waiter.status == .pending, let condition = waiter.condition else { return nil }
+        if condition(state.pointee) {
+            let run = waiter.run
+            waiter.status = .done
+            waiter.clear()
+            return run
+        }
+        waiter.status = .waiting
+        _waiters.append(waiter)
+        _count.add(1, ordering: .relaxed)
+        return nil
+    }
+
+    /// Ends a pending or waiting awaited or asynchronous access without running it, delivering
+    /// `error`: a timeout, a cancellation. Does nothing if it already ran or ended.
+    func abandon(_ waiter: _Waiter<State>, with error: any Error) {
+        _lock.lock()
+        guard waiter.status == .pending || waiter.status == .waiting else {
+            _lock.unlock()
+            return
+        }
+        let fail = waiter.fail
+        if fail == nil { waiter.abandonedWith = error }
+        _remove(waiter)
+        _lock.unlock()
+        fail?(error)
+    }
+
+    /// Ends every waiter still in the list with `error`; called when the instance goes away.
+    func abandonAll(with error: any Error) {
+        _lock.lock()
+        let waiters = _waiters
+        _lock.unlock()
+        for waiter in waiters where !waiter.isThread { abandon(waiter, with: error) }
+    }
+
+    /// Sets up an awaited access's closures once its continuation exists. Returns the error it was
+    /// abandoned with if that happened first (then it must not be submitted).
+    func arm(
+        _ waiter: _Waiter<State>, run: @escaping @Sendable (inout sending State, inout Outbox) -> Void,
+        fail: @escaping @Sendable (any Error) -> Void
+    ) -> (any Error)? {
+        _lock.lock()
+        defer { _lock.unlock() }
+        if let error = waiter.abandonedWith { return error }
+        waiter.run = run
+        waiter.fail = fail
+        return nil
+    }
+
+    /// Starts a timer that abandons `waiter` with `error` after `timeout`.
+    func startTimer(for waiter: _Waiter<State>, after timeout: Duration, error: any Error) {
+        let timer = DispatchSource.makeTimerSource(queue: .global())
+        timer.schedule(deadline: .now() + .nanoseconds(Int(_nanoseconds(timeout))))
+        timer.setEventHandler { [weak self, weak waiter] in
+            guard let self, let waiter else { return }
+            self.abandon(waiter, with: error)
+        }
+        // Active before anything can cancel it: libdispatch must not release an inactive source.
+        timer.activate()
+        _lock.lock()
+        let isLive = waiter.status == .pending || waiter.status == .waiting
+        if isLive { waiter.timer = timer }
+        _lock.unlock()
+        if !isLive { timer.cancel() }
+    }
+
+    // MARK: - Serving
+
+    /// Checks the waiters' conditions in order, with the state held exclusively by the calling
+    /// thread, which is about to release it after an access that may have changed it. Wakes or
+    /// grants the first blocked thread whose condition holds, and returns the body of the first
+    /// awaited or asynchronous access whose condition holds, to run now; nil when there is none, or
+    /// once the state is promised to a granted thread.
+    ///
+    /// The caller runs each body returned and asks again, since the body changed the state;
+    /// `wokeThread` carries over between the calls of one release.
+    func nextReady(
+        _ state: UnsafeMutablePointer<State>, wokeThread: inout Bool
+    ) -> (@Sendable (inout sending State, inout Outbox) -> Void)? {
+        if faults.contains(.signalOnly) { return nil }
+        if faults.contains(.noRecheck) {
+            _wakeAllThreads()
+            return nil
+        }
+        let grantAfter = faults.contains(.noGrant) ? Int.max : 2
+        _lock.lock()
+        defer { _lock.unlock() }
+        for waiter in _waiters where waiter.status == .waiting {
+            guard !(wokeThread && waiter.isThread), let condition = waiter.condition, condition(state.pointee)
+            else { continue }
+            guard let semaphore = waiter.semaphore else {
+                let run = waiter.run
+                _remove(waiter)
+                return run
+            }
+            wokeThread = true
+            if waiter.losses >= grantAfter {
+                waiter.status = .granted
+                _grantee = waiter
+                _isReserved.store(true, ordering: .relaxed)
+                semaphore.signal()
+                return nil  // promised: nothing else may change the state before it runs
+            }
+            waiter.status = .woken
+            semaphore.signal()
+        }
+        return nil
+    }
+}
+
+extension _WaitList {
+    /// The `noRecheck` fault's release: wakes every blocked thread, whatever its condition says.
+    private func _wakeAllThreads() {
+        _lock.lock()
+        for waiter in _waiters where waiter.status == .waiting && waiter.isThread {
+            waiter.status = .woken
+            waiter.semaphore!.signal()
+        }
+        _lock.unlock()
+    }
+}
+
+/// `duration` in whole nanoseconds, saturating.
+func _nanoseconds(_ duration: Duration) -> Int64 {
+    let (seconds, attoseconds) = duration.components
+    let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+    if overflow { return seconds < 0 ? .min : .max }
+    return scaled.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
+}
