@@ -28,6 +28,7 @@ extension Exclusive {
     /// - Throws: ``TimeoutError`` if `condition` didn't hold within `timeout` (and `body` didn't
     ///   run), or what `body` throws.
     /// - Warning: Waiting for one instance while inside another is checked like any nested access.
+    @inlinable
     public func access<R>(
         when condition: @Sendable (State) -> Bool, timeout: Duration? = nil,
         _ body: (inout sending State) throws -> sending R, file: StaticString = #fileID, line: UInt = #line

@@ -45,6 +45,7 @@ extension ReadersWriter {
     ///   - line: The line of the call, likewise.
     /// - Returns: What `body` returns.
     /// - Throws: ``TimeoutError`` past `timeout` (and `body` didn't run), or what `body` throws.
+    @inlinable
     public func write<R>(
         when condition: @Sendable (State) -> Bool, timeout: Duration? = nil, _ body: (inout State) throws -> R,
         file: StaticString = #fileID, line: UInt = #line

@@ -13,11 +13,14 @@ extension _Engine {
     /// until that waiter has run. The waiter was woken already, so this lasts a thread wake-up.
     @usableFromInline
     func _backOffForGrantee() {
-        var spins = 0
         repeat {
+            // Watch the promise without the lock, so that the grantee finds the lock free.
             _lock.unlockExclusive()
-            spins += 1
-            if spins < 64 { sched_yield() } else { usleep(50) }
+            var spins = 0
+            while _waitList.isReserved {
+                spins += 1
+                if spins < 100 { sched_yield() } else { usleep(20) }
+            }
             _lock.lockExclusive()
         } while _waitList.isReserved
     }
@@ -28,11 +31,22 @@ extension _Engine {
 extension _Engine {
     /// Takes the state exclusively once `condition` holds, blocking the thread until then, and
     /// returns the outbox for the access. Throws `TimeoutError` past `timeout`, not holding it.
+    @inlinable
     func lockExclusively(
         _ thread: _CurrentThread, when condition: @Sendable (State) -> Bool, timeout: Duration?
     ) throws(TimeoutError) -> Outbox {
         let outbox = lockExclusively(thread)
         if condition(_state.pointee) { return outbox }
+        return try _lockExclusivelyWaiting(thread, until: condition, timeout: timeout, outbox)
+    }
+
+    /// The rest of `lockExclusively(_:when:timeout:)` once the condition was false: out of line,
+    /// so that an access whose condition holds costs what a plain access does.
+    @usableFromInline
+    func _lockExclusivelyWaiting(
+        _ thread: _CurrentThread, until condition: @Sendable (State) -> Bool, timeout: Duration?,
+        _ outbox: Outbox
+    ) throws(TimeoutError) -> Outbox {
         let result: Result<Outbox, TimeoutError> = withoutActuallyEscaping(condition) { condition in
             Result { () throws(TimeoutError) -> Outbox in try _block(thread, until: condition, timeout, outbox) }
         }
@@ -41,7 +55,7 @@ extension _Engine {
 
     private func _block(
         _ thread: _CurrentThread, until condition: @escaping @Sendable (State) -> Bool, _ timeout: Duration?,
-        _ outbox: consuming Outbox
+        _ outbox: Outbox
     ) throws(TimeoutError) -> Outbox {
         let waiter = _Waiter<State>(thread: condition)
         let deadline = timeout.map { DispatchTime.now() + .nanoseconds(Int(clamping: _nanoseconds($0))) }

@@ -174,8 +174,8 @@ extension _Engine {
     @usableFromInline
     func _serveWaitersAndUnlock(_ thread: _CurrentThread, _ deliveries: consuming Outbox) {
         var deliveries = deliveries
-        var wokeThread = false
-        while let run = _waitList.nextReady(_state, wokeThread: &wokeThread) {
+        var woken: DispatchSemaphore?
+        while let run = _waitList.nextReady(_state, woken: &woken) {
             run(&_state.pointee, &deliveries)
         }
         thread.leave()
@@ -184,6 +184,7 @@ extension _Engine {
         } else {
             _releaseExclusiveDelivering(deliveries)
         }
+        woken?.signal()
     }
 
     @usableFromInline

@@ -105,7 +105,8 @@ final class _WaitList<State>: @unchecked Sendable {
     private let _lock = _Lock()
     private var _waiters: [_Waiter<State>] = []
     private var _grantee: _Waiter<State>?
-    /// How many waiters are in the list: an exclusive release checks conditions only if some are.
+    /// How many waiters in the list wait asleep (not woken or granted): an exclusive release checks
+    /// conditions only if some do.
     @usableFromInline let _count = Atomic<Int>(0)
     /// Whether the state is promised to a granted thread. Set and cleared with the state held
     /// exclusively, so a thread holding it reads it right.
@@ -167,6 +168,7 @@ final class _WaitList<State>: @unchecked Sendable {
         _lock.lock()
         waiter.losses += 1
         waiter.status = .waiting
+        _count.add(1, ordering: .relaxed)
         _lock.unlock()
     }
 
@@ -185,12 +187,10 @@ final class _WaitList<State>: @unchecked Sendable {
             _grantee = nil
             _isReserved.store(false, ordering: .relaxed)
         }
+        if waiter.status == .waiting { _count.add(-1, ordering: .relaxed) }
         waiter.status = .done
         waiter.clear()
-        if let index = _waiters.firstIndex(where: { $0 === waiter }) {
-            _waiters.remove(at: index)
-            _count.add(-1, ordering: .relaxed)
-        }
+        if let index = _waiters.firstIndex(where: { $0 === waiter }) { _waiters.remove(at: index) }
     }
 
     // MARK: - Awaited and asynchronous accesses
@@ -278,10 +278,11 @@ final class _WaitList<State>: @unchecked Sendable {
     /// awaited or asynchronous access whose condition holds, to run now; nil when there is none, or
     /// once the state is promised to a granted thread.
     ///
-    /// The caller runs each body returned and asks again, since the body changed the state;
-    /// `wokeThread` carries over between the calls of one release.
+    /// The caller runs each body returned and asks again, since the body changed the state.
+    /// `woken` receives the semaphore of the thread to wake: the caller signals it once it has
+    /// released the state, so that the thread doesn't wake only to wait for the lock.
     func nextReady(
-        _ state: UnsafeMutablePointer<State>, wokeThread: inout Bool
+        _ state: UnsafeMutablePointer<State>, woken: inout DispatchSemaphore?
     ) -> (@Sendable (inout sending State, inout Outbox) -> Void)? {
         if faults.contains(.signalOnly) { return nil }
         if faults.contains(.noRecheck) {
@@ -292,23 +293,23 @@ final class _WaitList<State>: @unchecked Sendable {
         _lock.lock()
         defer { _lock.unlock() }
         for waiter in _waiters where waiter.status == .waiting {
-            guard !(wokeThread && waiter.isThread), let condition = waiter.condition, condition(state.pointee)
+            guard !(woken != nil && waiter.isThread), let condition = waiter.condition, condition(state.pointee)
             else { continue }
             guard let semaphore = waiter.semaphore else {
                 let run = waiter.run
                 _remove(waiter)
                 return run
             }
-            wokeThread = true
+            woken = semaphore
             if waiter.losses >= grantAfter {
                 waiter.status = .granted
+                _count.add(-1, ordering: .relaxed)
                 _grantee = waiter
                 _isReserved.store(true, ordering: .relaxed)
-                semaphore.signal()
                 return nil  // promised: nothing else may change the state before it runs
             }
             waiter.status = .woken
-            semaphore.signal()
+            _count.add(-1, ordering: .relaxed)
         }
         return nil
     }
@@ -320,6 +321,7 @@ extension _WaitList {
         _lock.lock()
         for waiter in _waiters where waiter.status == .waiting && waiter.isThread {
             waiter.status = .woken
+            _count.add(-1, ordering: .relaxed)
             waiter.semaphore!.signal()
         }
         _lock.unlock()
