@@ -35,7 +35,7 @@ extension Exclusive {
     ) throws -> sending R {
         let thread = _CurrentThread()
         _engine.checkNesting(thread, attempting: "access(when:)", file: file, line: line)
-        let outbox = try _engine.lockExclusively(thread, when: condition, timeout: timeout)
+        let outbox = try _engine.lockExclusively(thread, when: condition, timeout: timeout, file: file, line: line)
         defer { _engine.unlockExclusively(thread, outbox) }
         return try body(&_engine._state.pointee)
     }

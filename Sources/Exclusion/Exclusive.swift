@@ -84,7 +84,7 @@ extension Exclusive {
     ) throws(E) -> sending R {
         let thread = _CurrentThread()
         _engine.checkNesting(thread, attempting: "access", file: file, line: line)
-        let outbox = _engine.lockExclusively(thread)
+        let outbox = _engine.lockExclusively(thread, file: file, line: line)
         defer { _engine.unlockExclusively(thread, outbox) }
         return try body(&_engine._state.pointee)
     }
@@ -116,7 +116,7 @@ extension Exclusive {
     ) throws(E) -> sending R {
         let thread = _CurrentThread()
         _engine.checkNesting(thread, attempting: "access", file: file, line: line)
-        var outbox = _engine.lockExclusively(thread)
+        var outbox = _engine.lockExclusively(thread, file: file, line: line)
         defer { _engine.unlockExclusively(thread, outbox) }
         return try body(&_engine._state.pointee, &outbox)
     }

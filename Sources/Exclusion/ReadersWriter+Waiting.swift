@@ -27,7 +27,7 @@ extension ReadersWriter {
     ) throws -> R {
         let thread = _CurrentThread()
         _engine.checkNesting(thread, attempting: "read(when:)", file: file, line: line)
-        return try _engine.read(thread, when: condition, timeout: timeout, body)
+        return try _engine.read(thread, when: condition, timeout: timeout, file: file, line: line, body)
     }
 
     /// Runs `body` with exclusive access to the state once `condition` holds, blocking the calling
@@ -52,7 +52,7 @@ extension ReadersWriter {
     ) throws -> R {
         let thread = _CurrentThread()
         _engine.checkNesting(thread, attempting: "write(when:)", file: file, line: line)
-        let outbox = try _engine.lockExclusively(thread, when: condition, timeout: timeout)
+        let outbox = try _engine.lockExclusively(thread, when: condition, timeout: timeout, file: file, line: line)
         defer { _engine.unlockExclusively(thread, outbox) }
         return try body(&_engine._state.pointee)
     }

@@ -79,7 +79,7 @@ extension ReadersWriter {
     ) throws(E) -> R {
         let thread = _CurrentThread()
         _engine.checkNesting(thread, attempting: "read", file: file, line: line)
-        return try _engine.shared(thread, body)
+        return try _engine.shared(thread, file: file, line: line, body)
     }
 
     /// Runs `body` with exclusive access to the state, after the reads in progress and before the
@@ -121,7 +121,7 @@ extension ReadersWriter {
     ) throws(E) -> R {
         let thread = _CurrentThread()
         _engine.checkNesting(thread, attempting: "write", file: file, line: line)
-        var outbox = _engine.lockExclusively(thread)
+        var outbox = _engine.lockExclusively(thread, file: file, line: line)
         defer { _engine.unlockExclusively(thread, outbox) }
         return try body(&_engine._state.pointee, &outbox)
     }

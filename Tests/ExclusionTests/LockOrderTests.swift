@@ -48,6 +48,13 @@ private func nestAReadInsideAnAccessBothWays() {
     ledger.access { _ in index.write { $0.append("x") } }
 }
 
+private func waitForAConditionInsideAnotherBothWays() {
+    let queue = Exclusive([Int](), label: "queue")
+    let statistics = Exclusive(0, label: "statistics")
+    onAnotherThread { queue.access { _ in statistics.access { $0 += 1 } } }
+    statistics.access { _ in _ = try? queue.access(when: { _ in true }) { $0.count } }
+}
+
 private func expectInversionMessage(
     _ result: ExitTest.Result?, naming labels: [String], sourceLocation: SourceLocation = #_sourceLocation
 ) {
@@ -90,6 +97,14 @@ struct LockOrderTests {
             nestAReadInsideAnAccessBothWays()
         }
         expectInversionMessage(result, naming: ["ledger", "document index"])
+    }
+
+    @Test func waitingForAConditionCountsAsNesting() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            turnLockOrderCheck(on: true)
+            waitForAConditionInsideAnotherBothWays()
+        }
+        expectInversionMessage(result, naming: ["queue", "statistics"])
     }
 
     @Test func theEnvironmentCanTurnTheCheckOff() async {

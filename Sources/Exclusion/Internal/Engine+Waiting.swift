@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -33,11 +34,16 @@ extension _Engine {
     /// returns the outbox for the access. Throws `TimeoutError` past `timeout`, not holding it.
     @inlinable
     func lockExclusively(
-        _ thread: _CurrentThread, when condition: @Sendable (State) -> Bool, timeout: Duration?
+        _ thread: _CurrentThread, when condition: @Sendable (State) -> Bool, timeout: Duration?,
+        file: StaticString, line: UInt
     ) throws(TimeoutError) -> Outbox {
-        let outbox = lockExclusively(thread)
-        if condition(_state.pointee) { return outbox }
-        return try _lockExclusivelyWaiting(thread, until: condition, timeout: timeout, outbox)
+        // The entry is noted once the condition holds: until then, this access holds nothing.
+        let outbox = lockExclusively(thread, file: file, line: line, notingEntry: false)
+        if condition(_state.pointee) {
+            if _watchesWaits { _noteEntry(file: file, line: line) }
+            return outbox
+        }
+        return try _lockExclusivelyWaiting(thread, until: condition, timeout: timeout, file: file, line: line, outbox)
     }
 
     /// The rest of `lockExclusively(_:when:timeout:)` once the condition was false: out of line,
@@ -45,25 +51,35 @@ extension _Engine {
     @usableFromInline
     func _lockExclusivelyWaiting(
         _ thread: _CurrentThread, until condition: @Sendable (State) -> Bool, timeout: Duration?,
-        _ outbox: Outbox
+        file: StaticString, line: UInt, _ outbox: Outbox
     ) throws(TimeoutError) -> Outbox {
         let result: Result<Outbox, TimeoutError> = withoutActuallyEscaping(condition) { condition in
-            Result { () throws(TimeoutError) -> Outbox in try _block(thread, until: condition, timeout, outbox) }
+            Result { () throws(TimeoutError) -> Outbox in
+                try _block(thread, until: condition, timeout, file: file, line: line, outbox)
+            }
         }
         return try result.get()
     }
 
     private func _block(
         _ thread: _CurrentThread, until condition: @escaping @Sendable (State) -> Bool, _ timeout: Duration?,
-        _ outbox: Outbox
+        file: StaticString, line: UInt, _ outbox: Outbox
     ) throws(TimeoutError) -> Outbox {
         let waiter = _Waiter<State>(thread: condition)
         let deadline = timeout.map { DispatchTime.now() + .nanoseconds(Int(clamping: _nanoseconds($0))) }
         _waitList.enqueue(waiter)
         unlockExclusively(thread, outbox)
         let semaphore = waiter.semaphore!
+        // Reported once if it lasts past the stuck-wait threshold, then waited for as asked.
+        var reportAt = _watchesWaits ? DispatchTime.now() + _dispatchInterval(_StuckWait.threshold!) : nil
         while true {
-            if let deadline {
+            if let stuck = reportAt, deadline.map({ stuck < $0 }) ?? true {
+                if semaphore.wait(timeout: stuck) == .timedOut {
+                    _reportStuck(waitingFor: "for its condition to hold, on", file: file, line: line)
+                    reportAt = nil
+                    continue
+                }
+            } else if let deadline {
                 if semaphore.wait(timeout: deadline) == .timedOut {
                     if _waitList.timeOut(waiter) { throw TimeoutError(label: label, timeout: timeout!) }
                     semaphore.wait()  // a wake-up was sent before the timeout took effect
@@ -76,6 +92,7 @@ extension _Engine {
             let outbox = _enteredExclusively(thread)
             if _waitList.faults.contains(.noRecheck) || condition(_state.pointee) {
                 _waitList.leave(waiter)
+                if _watchesWaits { _noteEntry(file: file, line: line) }
                 return outbox
             }
             if let deadline, DispatchTime.now() >= deadline {
@@ -92,14 +109,14 @@ extension _Engine {
     /// if it holds at once, otherwise exclusively once a write made it hold.
     func read<R>(
         _ thread: _CurrentThread, when condition: @Sendable (State) -> Bool, timeout: Duration?,
-        _ body: (State) throws -> R
+        file: StaticString, line: UInt, _ body: (State) throws -> R
     ) throws -> R {
         if !_backlog.hasPending {
             let ticket = _lock.lockShared(thread: thread.index)
             if condition(_state.pointee) { return try _read(thread, holding: ticket, body) }
             _lock.unlockShared(ticket)
         }
-        let outbox = try lockExclusively(thread, when: condition, timeout: timeout)
+        let outbox = try lockExclusively(thread, when: condition, timeout: timeout, file: file, line: line)
         defer { unlockExclusively(thread, outbox) }
         return try body(_state.pointee)
     }
@@ -227,4 +244,70 @@ extension _Engine {
         guard let ticket = _lock.tryLockShared(thread: thread.index) else { return nil }
         return try _read(thread, holding: ticket, body)
     }
+}
+
+// MARK: - Watching blocking waits
+
+extension _Engine {
+    /// `lockExclusively`'s wait when waits are watched: reported once if it lasts past the
+    /// threshold, and the entry noted for the next waiter's report.
+    @usableFromInline
+    func _lockExclusivelyWatching(file: StaticString, line: UInt, notingEntry: Bool) {
+        if !_lock.tryLockExclusive(), !_lock.lockExclusive(waitingAtMost: _StuckWait.threshold!) {
+            _reportStuck(waitingFor: "to take", file: file, line: line)
+            _lock.lockExclusive()
+        }
+        if notingEntry { _noteEntry(file: file, line: line) }
+    }
+
+    /// The shared lock's wait when waits are watched, likewise.
+    @usableFromInline
+    func _lockSharedWatching(_ thread: _CurrentThread, file: StaticString, line: UInt) -> Lock.ReadTicket {
+        let ticket: Lock.ReadTicket
+        if let quick = _lock.tryLockShared(thread: thread.index) {
+            ticket = quick
+        } else if let waited = _lock.lockShared(thread: thread.index, waitingAtMost: _StuckWait.threshold!) {
+            ticket = waited
+        } else {
+            _reportStuck(waitingFor: "to read", file: file, line: line)
+            ticket = _lock.lockShared(thread: thread.index)
+        }
+        _noteEntry(file: file, line: line)
+        return ticket
+    }
+
+    @usableFromInline
+    func _noteEntry(file: StaticString, line: UInt) {
+        _entryFile.store(UInt(bitPattern: file.utf8Start), ordering: .relaxed)
+        _entryFileLength.store(file.utf8CodeUnitCount, ordering: .relaxed)
+        _entryLine.store(line, ordering: .relaxed)
+    }
+
+    /// Where the access holding this instance (or the last one that held it) entered, as far as
+    /// the watched accesses noted it.
+    private var _lastEntry: String {
+        let address = _entryFile.load(ordering: .relaxed)
+        guard let start = UnsafePointer<UInt8>(bitPattern: address) else {
+            return "a place no watched access noted (asynchronous work, or an access that doesn't wait)"
+        }
+        let file = String(
+            decoding: UnsafeBufferPointer(start: start, count: _entryFileLength.load(ordering: .relaxed)), as: UTF8.self
+        )
+        return "\(file):\(_entryLine.load(ordering: .relaxed))"
+    }
+
+    func _reportStuck(waitingFor what: String, file: StaticString, line: UInt) {
+        _StuckWait.report(
+            """
+            Exclusion: a thread has waited \(_StuckWait.threshold!) at \(file):\(line) \(what) \(_typeName) \
+            "\(label)". The access holding it, or the last one that held it, entered at \(_lastEntry). A wait \
+            that never ends is a deadlock, or a condition that nothing will make true. \
+            EXCLUSION_STUCK_WAIT_SECONDS sets how long a wait may last before this report (0 turns it off).
+            """)
+    }
+}
+
+/// `duration` as a dispatch interval.
+func _dispatchInterval(_ duration: Duration) -> DispatchTimeInterval {
+    .nanoseconds(Int(clamping: _nanoseconds(duration)))
 }

@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 /// The access engine behind `Exclusive` and `ReadersWriter`, written once for both.
 ///
@@ -27,6 +28,13 @@ final class _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
     @usableFromInline let _state: UnsafeMutablePointer<State>
     @usableFromInline let _backlog = _Backlog<Plain>()
     @usableFromInline let _waitList: _WaitList<State>
+    /// Whether blocking waits on this instance are watched and reported (`_StuckWait`); decided
+    /// when it is created, so that an unwatched access pays one predictable branch.
+    @usableFromInline let _watchesWaits: Bool
+    /// Where the last watched access entered: the file's UTF-8 start and length, and the line.
+    @usableFromInline let _entryFile = Atomic<UInt>(0)
+    @usableFromInline let _entryFileLength = Atomic<Int>(0)
+    @usableFromInline let _entryLine = Atomic<UInt>(0)
 
     /// Last, so that the fields above have offsets known at compile time whatever the lock is.
     @usableFromInline let _lock = Lock()
@@ -34,6 +42,7 @@ final class _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
     init(_ initialState: sending State, kind: StaticString, label: String, faults: _WaitFaults = []) {
         self.label = label
         _waitList = _WaitList(faults: faults)
+        _watchesWaits = _StuckWait.threshold != nil
         _kind = kind
         _state = .allocate(capacity: 1)
         _state.initialize(to: initialState)
@@ -91,8 +100,15 @@ extension _Engine {
     /// runs in between (the public types call it, because only they know whether their bodies
     /// take the state as `sending`).
     @inlinable @inline(__always)
-    func lockExclusively(_ thread: _CurrentThread) -> Outbox {
-        _lock.lockExclusive()
+    func lockExclusively(
+        _ thread: _CurrentThread, file: StaticString = "(asynchronous work)", line: UInt = 0,
+        notingEntry: Bool = true
+    ) -> Outbox {
+        if _watchesWaits {
+            _lockExclusivelyWatching(file: file, line: line, notingEntry: notingEntry)
+        } else {
+            _lock.lockExclusive()
+        }
         if _waitList.isReserved { _backOffForGrantee() }
         return _enteredExclusively(thread)
     }
@@ -129,13 +145,18 @@ extension _Engine {
     /// If anything submitted earlier is waiting, it goes first, and it may write: then the whole
     /// lot, `body` included, runs under exclusive access.
     @inlinable
-    func shared<R, E: Error>(_ thread: _CurrentThread, _ body: (State) throws(E) -> R) throws(E) -> R {
+    func shared<R, E: Error>(
+        _ thread: _CurrentThread, file: StaticString, line: UInt, _ body: (State) throws(E) -> R
+    ) throws(E) -> R {
         if _backlog.hasPending {
-            let outbox = lockExclusively(thread)
+            let outbox = lockExclusively(thread, file: file, line: line)
             defer { unlockExclusively(thread, outbox) }
             return try body(_state.pointee)
         }
-        return try _read(thread, holding: _lock.lockShared(thread: thread.index), body)
+        let ticket =
+            _watchesWaits
+            ? _lockSharedWatching(thread, file: file, line: line) : _lock.lockShared(thread: thread.index)
+        return try _read(thread, holding: ticket, body)
     }
 
     /// Runs `body` on the state, which this thread holds shared with `ticket`, then lets go of it.

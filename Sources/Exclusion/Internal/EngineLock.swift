@@ -18,8 +18,12 @@ protocol _EngineLock: Sendable {
     func lockExclusive()
     func tryLockExclusive() -> Bool
     func unlockExclusive()
+    /// Exclusive access within `timeout`, or false; only for watched waits, which may be slower.
+    func lockExclusive(waitingAtMost timeout: Duration) -> Bool
 
     func lockShared(thread: UInt32) -> ReadTicket
+    /// Shared access within `timeout`, or nil; only for watched waits, which may be slower.
+    func lockShared(thread: UInt32, waitingAtMost timeout: Duration) -> ReadTicket?
     func tryLockShared(thread: UInt32) -> ReadTicket?
     func unlockShared(_ ticket: ReadTicket)
 }
@@ -37,6 +41,10 @@ extension _Lock: _EngineLock {
     @inlinable func lockShared(thread: UInt32) { lock() }
     @inlinable func tryLockShared(thread: UInt32) -> Void? { tryLock() ? () : nil }
     @inlinable func unlockShared(_ ticket: Void) { unlock() }
+
+    @usableFromInline func lockShared(thread: UInt32, waitingAtMost timeout: Duration) -> Void? {
+        lockExclusive(waitingAtMost: timeout) ? () : nil
+    }
 }
 
 /// `ReadersWriter`'s lock: reads share it, writes hold it alone.

@@ -61,6 +61,23 @@ struct _Lock: @unchecked Sendable {
         #endif
     }
 
+    /// Waits for the lock at most `timeout`; whether it got it.
+    @usableFromInline
+    func lockExclusive(waitingAtMost timeout: Duration) -> Bool {
+        #if canImport(Darwin)
+        // os_unfair_lock has no timed wait: poll, as only watched waits come here.
+        let deadline = ContinuousClock.now + timeout
+        while !tryLock() {
+            if ContinuousClock.now >= deadline { return false }
+            usleep(1_000)
+        }
+        return true
+        #else
+        var deadline = _realtimeDeadline(after: timeout)
+        return pthread_mutex_timedlock(_handle, &deadline) == 0
+        #endif
+    }
+
     @inlinable
     func unlock() {
         #if canImport(Darwin)
@@ -69,4 +86,15 @@ struct _Lock: @unchecked Sendable {
         pthread_mutex_unlock(_handle)
         #endif
     }
+}
+
+/// The `CLOCK_REALTIME` moment `timeout` from now, as the POSIX timed waits want it.
+func _realtimeDeadline(after timeout: Duration) -> timespec {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    let total = Int64(now.tv_nsec) + _nanoseconds(timeout) % 1_000_000_000
+    var deadline = timespec()
+    deadline.tv_sec = now.tv_sec + Int(_nanoseconds(timeout) / 1_000_000_000) + Int(total / 1_000_000_000)
+    deadline.tv_nsec = Int(total % 1_000_000_000)
+    return deadline
 }

@@ -182,6 +182,41 @@ final class _ReadersWriterLock: @unchecked Sendable {
         }
     }
 
+    /// Exclusive access within `timeout`, or false.
+    @usableFromInline
+    func lockExclusive(waitingAtMost timeout: Duration) -> Bool {
+        #if canImport(Darwin)
+        let deadline = ContinuousClock.now + timeout
+        while pthread_rwlock_trywrlock(_underlying) != 0 {
+            if ContinuousClock.now >= deadline { return false }
+            usleep(1_000)
+        }
+        #else
+        var deadline = _realtimeDeadline(after: timeout)
+        guard pthread_rwlock_timedwrlock(_underlying, &deadline) == 0 else { return false }
+        #endif
+        _revokeBias()
+        return true
+    }
+
+    /// Shared access within `timeout`, or nil.
+    @usableFromInline
+    func lockShared(thread: UInt32, waitingAtMost timeout: Duration) -> ReadTicket? {
+        if let ticket = _tryFastRead(thread: thread) { return ticket }
+        #if canImport(Darwin)
+        let deadline = ContinuousClock.now + timeout
+        while pthread_rwlock_tryrdlock(_underlying) != 0 {
+            if ContinuousClock.now >= deadline { return nil }
+            usleep(1_000)
+        }
+        #else
+        var deadline = _realtimeDeadline(after: timeout)
+        guard pthread_rwlock_timedrdlock(_underlying, &deadline) == 0 else { return nil }
+        #endif
+        _restoreBiasIfDue()
+        return Self.slowPath
+    }
+
     @usableFromInline
     func unlockExclusive() {
         pthread_rwlock_unlock(_underlying)
