@@ -260,9 +260,10 @@ extension _Engine {
         if notingEntry { _noteEntry(file: file, line: line) }
     }
 
-    /// The shared lock's wait when waits are watched, likewise.
+    /// A read's wait for the lock, once its quick path failed: watched if waits are.
     @usableFromInline
-    func _lockSharedWatching(_ thread: _CurrentThread, file: StaticString, line: UInt) -> Lock.ReadTicket {
+    func _lockSharedSlowly(_ thread: _CurrentThread, file: StaticString, line: UInt) -> Lock.ReadTicket {
+        guard _watchesWaits else { return _lock.lockShared(thread: thread.index) }
         let ticket: Lock.ReadTicket
         if let quick = _lock.tryLockShared(thread: thread.index) {
             ticket = quick

@@ -144,7 +144,7 @@ extension _Engine {
     ///
     /// If anything submitted earlier is waiting, it goes first, and it may write: then the whole
     /// lot, `body` included, runs under exclusive access.
-    @inlinable
+    @inlinable @inline(__always)
     func shared<R, E: Error>(
         _ thread: _CurrentThread, file: StaticString, line: UInt, _ body: (State) throws(E) -> R
     ) throws(E) -> R {
@@ -153,9 +153,9 @@ extension _Engine {
             defer { unlockExclusively(thread, outbox) }
             return try body(_state.pointee)
         }
-        let ticket =
-            _watchesWaits
-            ? _lockSharedWatching(thread, file: file, line: line) : _lock.lockShared(thread: thread.index)
+        // The lock's quick path first, exactly as an unwatched read takes it; watching only slows
+        // down a read that has to wait anyway.
+        let ticket = _lock.lockSharedQuickly(thread: thread.index) ?? _lockSharedSlowly(thread, file: file, line: line)
         return try _read(thread, holding: ticket, body)
     }
 

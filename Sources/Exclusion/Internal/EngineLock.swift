@@ -22,6 +22,9 @@ protocol _EngineLock: Sendable {
     func lockExclusive(waitingAtMost timeout: Duration) -> Bool
 
     func lockShared(thread: UInt32) -> ReadTicket
+    /// Shared access if the lock's quickest path gives it (it may fail even when `tryLockShared`
+    /// would succeed); the first step of a read.
+    func lockSharedQuickly(thread: UInt32) -> ReadTicket?
     /// Shared access within `timeout`, or nil; only for watched waits, which may be slower.
     func lockShared(thread: UInt32, waitingAtMost timeout: Duration) -> ReadTicket?
     func tryLockShared(thread: UInt32) -> ReadTicket?
@@ -41,6 +44,7 @@ extension _Lock: _EngineLock {
     @inlinable func lockShared(thread: UInt32) { lock() }
     @inlinable func tryLockShared(thread: UInt32) -> Void? { tryLock() ? () : nil }
     @inlinable func unlockShared(_ ticket: Void) { unlock() }
+    @inlinable func lockSharedQuickly(thread: UInt32) -> Void? { tryLock() ? () : nil }
 
     @usableFromInline func lockShared(thread: UInt32, waitingAtMost timeout: Duration) -> Void? {
         lockExclusive(waitingAtMost: timeout) ? () : nil
@@ -54,6 +58,8 @@ extension _ReadersWriterLock: _EngineLock {
     @usableFromInline static func describe(_ mode: _CurrentThread.Mode) -> String {
         mode == .shared ? "a read" : "a write"
     }
+
+    @inlinable func lockSharedQuickly(thread: UInt32) -> ReadTicket? { _tryFastRead(thread: thread) }
 
     /// Nothing to do: the lock frees itself when the engine lets go of it.
     @usableFromInline func destroy() {}

@@ -65,16 +65,10 @@ struct _Lock: @unchecked Sendable {
     @usableFromInline
     func lockExclusive(waitingAtMost timeout: Duration) -> Bool {
         #if canImport(Darwin)
-        // os_unfair_lock has no timed wait: poll, as only watched waits come here.
-        let deadline = ContinuousClock.now + timeout
-        while !tryLock() {
-            if ContinuousClock.now >= deadline { return false }
-            usleep(1_000)
-        }
-        return true
+        _lockWithin(timeout, timed: nil, polling: { tryLock() ? 0 : EBUSY })
         #else
-        var deadline = _realtimeDeadline(after: timeout)
-        return pthread_mutex_timedlock(_handle, &deadline) == 0
+        _lockWithin(
+            timeout, timed: { pthread_mutex_timedlock(_handle, $0) }, polling: { pthread_mutex_trylock(_handle) })
         #endif
     }
 
@@ -86,6 +80,27 @@ struct _Lock: @unchecked Sendable {
         pthread_mutex_unlock(_handle)
         #endif
     }
+}
+
+/// Takes a lock within `timeout`: with `timed`, a POSIX timed lock call given its deadline, where
+/// the platform has one (Linux); otherwise by polling `polling`, a try-lock call, every
+/// millisecond (Apple platforms have no timed mutex or rwlock). Both return 0 on success. Only
+/// watched waits come here, so polling is acceptable.
+func _lockWithin(
+    _ timeout: Duration, timed: ((UnsafePointer<timespec>) -> Int32)?, polling: () -> Int32
+) -> Bool {
+    #if !canImport(Darwin)
+    if let timed {
+        var deadline = _realtimeDeadline(after: timeout)
+        return timed(&deadline) == 0
+    }
+    #endif
+    let deadline = ContinuousClock.now + timeout
+    while polling() != 0 {
+        if ContinuousClock.now >= deadline { return false }
+        usleep(1_000)
+    }
+    return true
 }
 
 /// The `CLOCK_REALTIME` moment `timeout` from now, as the POSIX timed waits want it.

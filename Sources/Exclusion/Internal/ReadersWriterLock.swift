@@ -185,16 +185,10 @@ final class _ReadersWriterLock: @unchecked Sendable {
     /// Exclusive access within `timeout`, or false.
     @usableFromInline
     func lockExclusive(waitingAtMost timeout: Duration) -> Bool {
-        #if canImport(Darwin)
-        let deadline = ContinuousClock.now + timeout
-        while pthread_rwlock_trywrlock(_underlying) != 0 {
-            if ContinuousClock.now >= deadline { return false }
-            usleep(1_000)
-        }
-        #else
-        var deadline = _realtimeDeadline(after: timeout)
-        guard pthread_rwlock_timedwrlock(_underlying, &deadline) == 0 else { return false }
-        #endif
+        let locked = _lockWithin(
+            timeout, timed: { pthread_rwlock_timedwrlock(self._underlying, $0) },
+            polling: { pthread_rwlock_trywrlock(_underlying) })
+        guard locked else { return false }
         _revokeBias()
         return true
     }
@@ -203,16 +197,10 @@ final class _ReadersWriterLock: @unchecked Sendable {
     @usableFromInline
     func lockShared(thread: UInt32, waitingAtMost timeout: Duration) -> ReadTicket? {
         if let ticket = _tryFastRead(thread: thread) { return ticket }
-        #if canImport(Darwin)
-        let deadline = ContinuousClock.now + timeout
-        while pthread_rwlock_tryrdlock(_underlying) != 0 {
-            if ContinuousClock.now >= deadline { return nil }
-            usleep(1_000)
-        }
-        #else
-        var deadline = _realtimeDeadline(after: timeout)
-        guard pthread_rwlock_timedrdlock(_underlying, &deadline) == 0 else { return nil }
-        #endif
+        let locked = _lockWithin(
+            timeout, timed: { pthread_rwlock_timedrdlock(self._underlying, $0) },
+            polling: { pthread_rwlock_tryrdlock(_underlying) })
+        guard locked else { return nil }
         _restoreBiasIfDue()
         return Self.slowPath
     }
