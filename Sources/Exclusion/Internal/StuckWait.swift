@@ -37,7 +37,4 @@ enum _StuckWait {
         line.append("\n")
         line.withUTF8 { bytes in _ = write(2, bytes.baseAddress, bytes.count) }
     }
-
-    /// A source location as the report shows it.
-    static func location(file: StaticString, line: UInt) -> String { "\(file):\(line)" }
 }
