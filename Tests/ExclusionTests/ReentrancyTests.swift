@@ -90,7 +90,7 @@ private func expectReentrancyMessage(
     }
 }
 
-@Suite("Re-entrancy", .timeLimit(.minutes(10)))
+@Suite("Re-entrancy", .serialized, .timeLimit(.minutes(10)))
 struct ReentrancyTests {
     @Test func accessInsideAccess() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {

@@ -20,6 +20,11 @@ private func waiting<State>(_ instance: ReadersWriter<State>) -> Int {
     instance._engine._waitList._count.load(ordering: .sequentiallyConsistent)
 }
 
+/// How long a test waits for the real engine to make progress: long, because under ThreadSanitizer
+/// the whole suite and its exit tests' child processes share two cores, and a thread can wait more
+/// than a minute for its turn. Broken variants are caught by other means, never by running out of it.
+private let progress: Duration = .seconds(300)
+
 /// Runs `body` on a new thread; the caller awaits its result without blocking a test thread.
 private func onItsOwnThread<R: Sendable>(_ body: @escaping @Sendable () -> R) async -> R {
     await withCheckedContinuation { continuation in
@@ -48,7 +53,7 @@ private func everyWaiterWakes(_ items: Exclusive<Int>, patience: Duration) async
     Task.detached { tally((try? await items.access(when: { $0 > 0 }, timeout: patience) { $0 -= 1 }) != nil) }
     items.accessAsync(when: { $0 > 0 }, timeout: patience, { $0 -= 1 }, deliverOn: .global()) { tally($0.isSuccess) }
     // All four in line; a wait that already timed out has failed anyway.
-    let inLine = await eventually {
+    let inLine = await eventually(timeout: progress) {
         waiting(items) == 4 || timedOut.load(ordering: .sequentiallyConsistent) > 0
     }
     guard inLine else { return false }
@@ -71,7 +76,7 @@ private func bodiesRunOnlyWhenTheirConditionHolds(_ value: Exclusive<Int>) async
             }
         }
     }
-    let inLine = await eventually {
+    let inLine = await eventually(timeout: progress) {
         waiting(value) == 1 || sawWrongValue.load(ordering: .sequentiallyConsistent)
     }
     guard inLine, !sawWrongValue.load(ordering: .sequentiallyConsistent) else {
@@ -99,7 +104,7 @@ private func cancelledWaitsLeave(_ value: Exclusive<Int>, patience: Duration) as
             outcome.record("\(error)")
         }
     }
-    guard await eventually({ waiting(value) == 1 }) else { return false }
+    guard await eventually(timeout: progress, { waiting(value) == 1 }) else { return false }
     task.cancel()
     let left = await eventually(timeout: patience) { !outcome.values.isEmpty }
     let leftNothing = waiting(value) == 0
@@ -128,19 +133,21 @@ private func chancesBeforeAWaiterRuns(_ items: Exclusive<Int>) async -> Int {
         done.raise()
     }
     let waitList = items._engine._waitList
-    guard await eventually({ waitList.threadsAsleep == 1 }) else { return .max }
+    guard await eventually(timeout: progress, { waitList.threadsAsleep == 1 }) else { return .max }
     let rival = Task.detached {
         while !Task.isCancelled { _ = try? await items.access(when: { $0 > 0 }) { $0 -= 1 } }
     }
     for _ in 0..<10 {
         // The waiter lost the last round and sleeps again, and the rival waits in line after it.
-        let ready = await eventually { done.isRaised || (waitList.threadsAsleep == 1 && waiting(items) == 2) }
+        let ready = await eventually(timeout: progress) {
+            done.isRaised || (waitList.threadsAsleep == 1 && waiting(items) == 2)
+        }
         guard ready, !done.isRaised else { break }
         await onItsOwnThread { items.access { $0 += 1 } }
     }
     rival.cancel()
     if !done.isRaised { await onItsOwnThread { items.access { $0 += 1 } } }
-    _ = await eventually { done.isRaised }
+    _ = await eventually(timeout: progress) { done.isRaised }
     await rival.value
     return chances.load(ordering: .sequentiallyConsistent)
 }
@@ -155,10 +162,10 @@ private func whileAnotherThreadIsInside(
     onNewThread {
         hold {
             entered.raise()
-            _ = leave.wait()
+            _ = leave.wait(timeout: progress)
         }
     }
-    #expect(await eventually { entered.isRaised })
+    #expect(await eventually(timeout: progress) { entered.isRaised })
     await check()
     leave.raise()
 }
@@ -176,7 +183,7 @@ struct WaitingTests {
     @Test func aBlockedWaiterRunsWhenAnAccessMakesItsConditionTrue() async throws {
         let jobs = Exclusive([String](), label: "jobs")
         async let taken = onItsOwnThread { try? jobs.access(when: { !$0.isEmpty }) { $0.removeFirst() } }
-        #expect(await eventually { waiting(jobs) == 1 })
+        #expect(await eventually(timeout: progress) { waiting(jobs) == 1 })
         await jobs.access { $0.append("report") }
         #expect(await taken == "report")
         #expect(await jobs.access { $0.isEmpty })
@@ -195,7 +202,7 @@ struct WaitingTests {
     }
 
     @Test func everyWaiterWakesWithoutASignal() async {
-        #expect(await everyWaiterWakes(Exclusive(0, label: "items"), patience: .seconds(60)))
+        #expect(await everyWaiterWakes(Exclusive(0, label: "items"), patience: progress))
     }
 
     @Test func aVariantThatWaitsForASignalLosesWakeUps() async {
@@ -215,7 +222,7 @@ struct WaitingTests {
     }
 
     @Test func aCancelledAwaitLeavesAtOnceAndLeavesNothing() async {
-        #expect(await cancelledWaitsLeave(Exclusive(0, label: "value"), patience: .seconds(60)))
+        #expect(await cancelledWaitsLeave(Exclusive(0, label: "value"), patience: progress))
     }
 
     @Test func aVariantThatForgetsCancelledWaitersKeepsThemWaiting() async {
@@ -246,7 +253,7 @@ struct WaitingTests {
                 return count > 0
             }) { $0 -= 1 }
         }
-        #expect(await eventually { waiting(items) == 1 })
+        #expect(await eventually(timeout: progress) { waiting(items) == 1 })
         await onItsOwnThread {
             items.access { $0 += 1 }
             items.access { if $0 > 0 { $0 -= 1 } }  // too late: the waiter took it in the access before
@@ -282,7 +289,7 @@ struct WaitingTests {
             try await index.read(when: { !$0.isEmpty }, timeout: .milliseconds(20)) { _ in ran.raise() }
         }
         #expect(!ran.isRaised)
-        #expect(await eventually { waiting(index) == 0 })
+        #expect(await eventually(timeout: progress) { waiting(index) == 0 })
     }
 
     @Test func aSubmittedWaitDeliversItsResultOnceOrItsTimeout() async {
@@ -313,7 +320,7 @@ struct WaitingTests {
                 outcome.record((try? result.get()) == nil)
                 delivered.arrive()
             }
-            #expect(await eventually { waiting(jobs) == 1 })
+            #expect(await eventually(timeout: progress) { waiting(jobs) == 1 })
         }
         await delivered.wait()
         #expect(outcome.values == [true])
@@ -323,7 +330,7 @@ struct WaitingTests {
         let log = Exclusive([Int](), label: "log")
         log.accessAsync(when: { $0.count >= 3 }, { $0.append(99) }, deliverOn: .global()) { _ in }
         for number in 0..<3 { log.accessAsync { $0.append(number) } }
-        #expect(await eventually { syncAccess(log, { $0.count }) == 4 })
+        #expect(await eventually(timeout: progress) { syncAccess(log, { $0.count }) == 4 })
         #expect(await log.access { $0 } == [0, 1, 2, 99])
     }
 
@@ -336,7 +343,7 @@ struct WaitingTests {
                 return value > 0
             }) { $0 }
         }
-        #expect(await eventually { waiting(index) == 1 })
+        #expect(await eventually(timeout: progress) { waiting(index) == 1 })
         let before = checks.load(ordering: .sequentiallyConsistent)
         for _ in 0..<100 { _ = syncRead(index, { $0 }) }
         #expect(checks.load(ordering: .sequentiallyConsistent) == before)
@@ -389,7 +396,7 @@ struct WaitingTests {
         await whileAnotherThreadIsInside({ inside in value.access { _ in inside() } }) {
             #expect(value.accessIfAvailable { $0 } == nil)
         }
-        #expect(await eventually { value.accessIfAvailable { $0 } == 1 })
+        #expect(await eventually(timeout: progress) { value.accessIfAvailable { $0 } == 1 })
 
         let index = ReadersWriter(1, label: "index")
         #expect(index.readIfAvailable { $0 } == 1)
@@ -401,7 +408,7 @@ struct WaitingTests {
         await whileAnotherThreadIsInside({ inside in index.write { _ in inside() } }) {
             #expect(index.readIfAvailable { $0 } == nil)
         }
-        #expect(await eventually { index.writeIfAvailable { $0 } == 1 })
+        #expect(await eventually(timeout: progress) { index.writeIfAvailable { $0 } == 1 })
     }
 
     @Test func tryFormsNeverFailSpuriously() async {
