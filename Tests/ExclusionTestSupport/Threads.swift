@@ -30,6 +30,14 @@ public func onNewThread(_ body: @escaping @Sendable () -> Void) {
     Thread { body() }.start()
 }
 
+/// Runs `body`, which may block, on a new thread; the caller awaits its result without blocking a
+/// test thread.
+public func onItsOwnThread<R: Sendable>(_ body: @escaping @Sendable () -> R) async -> R {
+    await withCheckedContinuation { continuation in
+        onNewThread { continuation.resume(returning: body()) }
+    }
+}
+
 /// Waits (without blocking a test thread for long) until `condition` holds; false after `timeout`.
 /// It polls: use it for conditions nothing announces, and assert what it returns.
 public func eventually(timeout: Duration = .seconds(60), _ condition: () -> Bool) async -> Bool {

@@ -372,6 +372,21 @@ struct ReadersWriterTests {
         #expect(suspended)
     }
 
+    @Test func aTryDoesNotFailForAReaderThatIsOnlyAnnouncingItself() async {
+        // A fast reader announces itself in its slot, then checks the bias. One caught in between
+        // holds nothing yet: here it sees the bias withdrawn and leaves, as a real one would, and a
+        // write try must wait that out and succeed instead of failing spuriously.
+        let lock = _ReadersWriterLock()
+        lock._slot(0).pointee.store(_ReadersWriterLock.announcing, ordering: .sequentiallyConsistent)
+        onNewThread {
+            _ = spin(until: { !lock._readBias.load(ordering: .sequentiallyConsistent) })
+            lock._slot(0).pointee.store(0, ordering: .releasing)
+        }
+        let locked = await onItsOwnThread { lock.tryLockExclusive() }
+        #expect(locked)
+        if locked { lock.unlockExclusive() }
+    }
+
     @Test func awaitedErrorsReachTheCaller() async {
         let value = ReadersWriter(0)
         await #expect(throws: Failure(code: 6)) {

@@ -65,10 +65,6 @@ struct BoundedQueue<Element: Sendable>: Sendable {
 
 // MARK: - What the article says they do
 
-private func onItsOwnThread<R: Sendable>(_ body: @escaping @Sendable () -> R) async -> R {
-    await withCheckedContinuation { continuation in onNewThread { continuation.resume(returning: body()) } }
-}
-
 @Suite("The Waiting for state article", .timeLimit(.minutes(10)))
 struct WaitingForStateArticleTests {
     @Test func theConsumerGetsTheJobAddedLater() async {

@@ -25,13 +25,6 @@ private func waiting<State>(_ instance: ReadersWriter<State>) -> Int {
 /// than a minute for its turn. Broken variants are caught by other means, never by running out of it.
 private let progress: Duration = .seconds(300)
 
-/// Runs `body` on a new thread; the caller awaits its result without blocking a test thread.
-private func onItsOwnThread<R: Sendable>(_ body: @escaping @Sendable () -> R) async -> R {
-    await withCheckedContinuation { continuation in
-        onNewThread { continuation.resume(returning: body()) }
-    }
-}
-
 // MARK: - Checkers
 
 /// Whether waiters wake up when plain accesses (which signal nothing) make their conditions true:

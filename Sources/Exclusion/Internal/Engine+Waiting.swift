@@ -66,7 +66,7 @@ extension _Engine {
         file: StaticString, line: UInt, _ outbox: Outbox
     ) throws(TimeoutError) -> Outbox {
         let waiter = _Waiter<State>(thread: condition)
-        let deadline = timeout.map { DispatchTime.now() + .nanoseconds(Int(clamping: _nanoseconds($0))) }
+        let deadline = timeout.map { DispatchTime.now() + _dispatchInterval($0) }
         _waitList.enqueue(waiter)
         unlockExclusively(thread, outbox)
         let semaphore = waiter.semaphore!
@@ -154,7 +154,7 @@ extension _Engine {
         let thread = _CurrentThread()
         checkNotInside(thread, attempting: attempted)
         try Task.checkCancellation()
-        if !_backlog.hasPending, let ticket = _lock.tryLockShared(thread: thread.index) {
+        if let ticket = tryLockShared(thread) {
             if condition(_state.pointee) { return try _read(thread, holding: ticket, body) }
             _lock.unlockShared(ticket)
         }
@@ -205,12 +205,7 @@ extension _Engine {
     ) {
         let waiter = _Waiter<State>(job: condition)
         _ = _waitList.arm(
-            waiter,
-            run: { state, deliveries in
-                let result: Result<R, any Error>
-                do { result = .success(try body(&state)) } catch { result = .failure(error) }
-                deliveries.post(on: queue) { completion(result) }
-            },
+            waiter, run: _delivering(body, on: queue, to: completion),
             fail: { error in queue.async { completion(.failure(error)) } })
         _submit(waiter, timeout: timeout)
     }
@@ -236,13 +231,10 @@ extension _Engine {
     /// under exclusive access if that can be had at once.
     @usableFromInline
     func readIfAvailable<R, E: Error>(_ thread: _CurrentThread, _ body: (State) throws(E) -> R) throws(E) -> R? {
-        if _backlog.hasPending {
-            guard let outbox = tryLockExclusively(thread) else { return nil }
-            defer { unlockExclusively(thread, outbox) }
-            return try body(_state.pointee)
-        }
-        guard let ticket = _lock.tryLockShared(thread: thread.index) else { return nil }
-        return try _read(thread, holding: ticket, body)
+        if let ticket = tryLockShared(thread) { return try _read(thread, holding: ticket, body) }
+        guard _backlog.hasPending, let outbox = tryLockExclusively(thread) else { return nil }
+        defer { unlockExclusively(thread, outbox) }
+        return try body(_state.pointee)
     }
 }
 

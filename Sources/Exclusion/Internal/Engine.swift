@@ -302,11 +302,21 @@ extension _Engine {
         deliverOn queue: DispatchQueue, _ body: @escaping @Sendable (inout sending State) throws -> R,
         completion: @escaping @Sendable (Result<R, any Error>) -> Void
     ) {
-        _submit(
-            .closure(isRead: false) { deliveries in
-                let result = Result { () throws(any Error) -> R in try body(&self._state.pointee) }
-                deliveries.post(on: queue) { completion(result) }
-            })
+        let run = _delivering(body, on: queue, to: completion)
+        _submit(.closure(isRead: false) { deliveries in run(&self._state.pointee, &deliveries) })
+    }
+
+    /// `body` as a job that runs it on the state and delivers what it returned or threw to
+    /// `completion` on `queue`, once the state is released.
+    func _delivering<R: Sendable>(
+        _ body: @escaping @Sendable (inout sending State) throws -> R, on queue: DispatchQueue,
+        to completion: @escaping @Sendable (Result<R, any Error>) -> Void
+    ) -> @Sendable (inout sending State, inout Outbox) -> Void {
+        { state, deliveries in
+            let result: Result<R, any Error>
+            do { result = .success(try body(&state)) } catch { result = .failure(error) }
+            deliveries.post(on: queue) { completion(result) }
+        }
     }
 
     @usableFromInline

@@ -154,7 +154,7 @@ final class _WaitList<State>: @unchecked Sendable {
         return true
     }
 
-    /// A thread holding the state found its condition true (`satisfied`) and will run, or gives up;
+    /// A thread holding the state found its condition true and will run, or gives up;
     /// either way it leaves the list. If it was granted the state without taking it up, the grant
     /// ends too.
     func leave(_ waiter: _Waiter<State>) {
@@ -256,7 +256,7 @@ final class _WaitList<State>: @unchecked Sendable {
     /// Starts a timer that abandons `waiter` with `error` after `timeout`.
     func startTimer(for waiter: _Waiter<State>, after timeout: Duration, error: any Error) {
         let timer = DispatchSource.makeTimerSource(queue: .global())
-        timer.schedule(deadline: .now() + .nanoseconds(Int(_nanoseconds(timeout))))
+        timer.schedule(deadline: .now() + _dispatchInterval(timeout))
         timer.setEventHandler { [weak self, weak waiter] in
             guard let self, let waiter else { return }
             self.abandon(waiter, with: error)
