@@ -120,7 +120,8 @@ final class _WaitList<State>: @unchecked Sendable {
         _lock.destroy()
     }
 
-    /// Whether any access waits; read with the state held exclusively, it is exact.
+    /// Whether any waiter sleeps, so that a release must check conditions; read with the state held
+    /// exclusively, it is exact (a waiter only starts sleeping with the state held).
     @inlinable var isWaiting: Bool { _count.load(ordering: .relaxed) != 0 }
 
     /// Whether the state is promised to a granted thread; read with the state held exclusively.
