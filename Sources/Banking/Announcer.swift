@@ -1,4 +1,4 @@
-import Dispatch
+import Exclusion
 import Foundation
 import Synchronization
 
@@ -22,8 +22,9 @@ final class Announcer: Sendable {
         self.patience = patience
     }
 
-    private let posted = Atomic<Int>(0)
-    private let condition = Condition()
+    /// How many changes have been posted. Committers that got too far ahead wait for it with a
+    /// conditional access, which every `didAnnounce` re-checks: nothing to signal, nothing to lose.
+    private let posted = Exclusive(0, label: "bank announcements posted")
     private let announcing = Atomic<Int>(0)
     private let waiting = Atomic<Int>(0)
 
@@ -31,7 +32,7 @@ final class Announcer: Sendable {
     var isHoldingBackCommitters: Bool { waiting.load(ordering: .relaxed) > 0 }
 
     /// How many changes have been posted.
-    var announced: Int { posted.load(ordering: .acquiring) }
+    var announced: Int { posted.access { $0 } }
 
     /// Runs the announcer's `body`, marking this thread as the announcer's while it runs.
     func onQueue(_ body: () -> Void) {
@@ -41,43 +42,21 @@ final class Announcer: Sendable {
     }
 
     func didAnnounce(_ count: Int) {
-        posted.add(count, ordering: .releasing)
-        condition.broadcast()
+        posted.access { $0 += count }
     }
 
-    /// Waits, holding nothing, until the change at `place` is within the limit of what was posted.
+    /// Waits, holding nothing, until the change at `place` is within the limit of what was posted,
+    /// or `patience` has passed.
     func waitUntilWithinLimit(_ place: Int) {
         // A notification observer that commits runs on the announcer's thread: the announcer can't
         // go on until it returns, so it must not wait.
         guard announcing.load(ordering: .relaxed) != Self.threadID() else { return }
-        let deadline = ContinuousClock.now + patience
+        let limit = limit
         waiting.add(1, ordering: .relaxed)
-        condition.wait(until: deadline) { place - self.announced <= limit }
+        // Past `patience` the commit goes on regardless (the `TimeoutError` is the answer).
+        _ = try? posted.access(when: { place - $0 <= limit }, timeout: patience) { _ in }
         waiting.subtract(1, ordering: .relaxed)
     }
 
     private static func threadID() -> Int { Int(bitPattern: pthread_self()) | 1 }
-}
-
-/// An `NSCondition` that waits for a predicate until a deadline.
-private final class Condition: @unchecked Sendable {
-    // @unchecked: NSCondition does its own locking.
-    private let condition = NSCondition()
-
-    func broadcast() {
-        condition.lock()
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    func wait(until deadline: ContinuousClock.Instant, _ satisfied: () -> Bool) {
-        condition.lock()
-        defer { condition.unlock() }
-        while !satisfied() {
-            let left = ContinuousClock.now.duration(to: deadline)
-            guard left > .zero else { return }
-            let seconds = Double(left.components.seconds) + Double(left.components.attoseconds) * 1e-18
-            _ = condition.wait(until: Date(timeIntervalSinceNow: min(seconds, 0.1)))
-        }
-    }
 }
