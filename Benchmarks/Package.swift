@@ -1,4 +1,4 @@
-// swift-tools-version: 6.1
+// swift-tools-version: 6.2
 import PackageDescription
 
 // Benchmarks live in their own package so the library doesn't depend on the benchmark harness.

@@ -58,7 +58,7 @@ extension Exclusive {
     /// - Returns: What `body` returns.
     /// - Throws: ``TimeoutError`` past `timeout`, `CancellationError` if the task was cancelled
     ///   before `body` started, or what `body` throws.
-    public func access<R: Sendable>(
+    nonisolated(nonsending) public func access<R: Sendable>(
         when condition: @Sendable (State) -> Bool, timeout: Duration? = nil,
         _ body: @Sendable (inout sending State) throws -> R
     ) async throws -> R {

@@ -169,14 +169,16 @@ extension Exclusive {
     /// let total = await ledger.access { $0.total }
     /// ```
     ///
-    /// When the state is free and nothing is pending, `body` runs at once on the current thread;
-    /// otherwise the task suspends and resumes after `body` ran in its turn.
+    /// The access runs in the caller's isolation, never hopping to another executor on its own:
+    /// when the state is free and nothing is pending, `body` runs at once, on the caller's thread
+    /// and actor (a caller on the main actor stays on it); otherwise the task suspends, `body` runs
+    /// in its turn on the thread that holds the state, and the task resumes where it was.
     ///
     /// - Parameter body: Reads or changes the state. Changes made before a throw stay.
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws.
-    @inlinable
-    public func access<R: Sendable, E: Error>(
+    @inlinable @inline(__always)
+    nonisolated(nonsending) public func access<R: Sendable, E: Error>(
         _ body: @Sendable (inout sending State) throws(E) -> R
     ) async throws(E) -> R {
         try await _engine.awaitExclusively(attempting: "await access", body)

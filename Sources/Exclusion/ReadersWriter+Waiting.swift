@@ -106,7 +106,7 @@ extension ReadersWriter where State: Sendable {
     /// - Returns: What `body` returns.
     /// - Throws: ``TimeoutError`` past `timeout`, `CancellationError` if the task was cancelled
     ///   before `body` started, or what `body` throws.
-    public func read<R: Sendable>(
+    nonisolated(nonsending) public func read<R: Sendable>(
         when condition: @Sendable (State) -> Bool, timeout: Duration? = nil, _ body: @Sendable (State) throws -> R
     ) async throws -> R {
         try await _engine.awaitShared(attempting: "await read(when:)", when: condition, timeout: timeout, body)
@@ -125,7 +125,7 @@ extension ReadersWriter where State: Sendable {
     /// - Returns: What `body` returns.
     /// - Throws: ``TimeoutError`` past `timeout`, `CancellationError` if the task was cancelled
     ///   before `body` started, or what `body` throws.
-    public func write<R: Sendable>(
+    nonisolated(nonsending) public func write<R: Sendable>(
         when condition: @Sendable (State) -> Bool, timeout: Duration? = nil,
         _ body: @Sendable (inout State) throws -> R
     ) async throws -> R {

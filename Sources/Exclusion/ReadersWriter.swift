@@ -175,15 +175,25 @@ extension ReadersWriter where State: Sendable {
 
     /// Runs `body` with shared access to the state, suspending instead of blocking while a write
     /// holds or waits for it, and returns its result.
-    @inlinable
-    public func read<R: Sendable, E: Error>(_ body: @Sendable (State) throws(E) -> R) async throws(E) -> R {
+    ///
+    /// It runs in the caller's isolation: if it needn't wait, `body` runs at once on the caller's
+    /// thread and actor; otherwise the task suspends and resumes where it was.
+    @inlinable @inline(__always)
+    nonisolated(nonsending) public func read<R: Sendable, E: Error>(
+        _ body: @Sendable (State) throws(E) -> R
+    ) async throws(E) -> R {
         try await _engine.awaitShared(attempting: "await read", body)
     }
 
     /// Runs `body` with exclusive access to the state, suspending instead of blocking while other
     /// accesses hold it, and returns its result.
-    @inlinable
-    public func write<R: Sendable, E: Error>(_ body: @Sendable (inout State) throws(E) -> R) async throws(E) -> R {
+    ///
+    /// It runs in the caller's isolation: if it needn't wait, `body` runs at once on the caller's
+    /// thread and actor; otherwise the task suspends and resumes where it was.
+    @inlinable @inline(__always)
+    nonisolated(nonsending) public func write<R: Sendable, E: Error>(
+        _ body: @Sendable (inout State) throws(E) -> R
+    ) async throws(E) -> R {
         try await _engine.awaitExclusively(attempting: "await write", body)
     }
 }

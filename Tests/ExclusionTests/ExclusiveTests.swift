@@ -5,6 +5,17 @@ import Foundation
 import Synchronization
 import Testing
 
+/// Whether the calling code runs on the main queue, which is the main actor's executor here.
+/// (`Thread.isMainThread` can't tell under Swift Testing.)
+private func isOnMainQueue() -> Bool {
+    DispatchQueue.getSpecific(key: mainQueueKey) == true
+}
+private let mainQueueKey: DispatchSpecificKey<Bool> = {
+    let key = DispatchSpecificKey<Bool>()
+    DispatchQueue.main.setSpecific(key: key, value: true)
+    return key
+}()
+
 private struct Failure: Error, Equatable {
     let code: Int
 }
@@ -285,6 +296,17 @@ struct ExclusiveTests {
             }
             #expect(suspended)
         }
+    }
+
+    @Test @MainActor func anAwaitedAccessToFreeStateRunsOnTheCallersActor() async throws {
+        let ledger = Exclusive(0)
+        let shared = ReadersWriter(0)
+        #expect(await ledger.access { _ in isOnMainQueue() })
+        #expect(try await ledger.access(when: { _ in true }) { _ in isOnMainQueue() })
+        #expect(await shared.read { _ in isOnMainQueue() })
+        #expect(await shared.write { _ in isOnMainQueue() })
+        #expect(try await shared.read(when: { _ in true }) { _ in isOnMainQueue() })
+        #expect(try await shared.write(when: { _ in true }) { _ in isOnMainQueue() })
     }
 
     @Test func manyTasksIncrementWithoutLosingUpdates() async {

@@ -128,7 +128,7 @@ extension _Engine {
     /// Runs `body` with the state held exclusively once `condition` holds, suspending until then.
     /// Throws `TimeoutError` past `timeout` and `CancellationError` if the task is cancelled before
     /// `body` starts; either way `body` doesn't run.
-    func awaitExclusively<R: Sendable>(
+    nonisolated(nonsending) func awaitExclusively<R: Sendable>(
         attempting attempted: String, when condition: @Sendable (State) -> Bool, timeout: Duration?,
         _ body: @Sendable (inout sending State) throws -> R
     ) async throws -> R {
@@ -147,7 +147,7 @@ extension _Engine {
 
     /// Runs `body` with the state held once `condition` holds, suspending until then: shared if it
     /// holds at once, otherwise exclusively once a write made it hold. Throws as `awaitExclusively`.
-    func awaitShared<R: Sendable>(
+    nonisolated(nonsending) func awaitShared<R: Sendable>(
         attempting attempted: String, when condition: @Sendable (State) -> Bool, timeout: Duration?,
         _ body: @Sendable (State) throws -> R
     ) async throws -> R {
@@ -163,7 +163,7 @@ extension _Engine {
         }
     }
 
-    private func _awaitCondition<R: Sendable>(
+    nonisolated(nonsending) private func _awaitCondition<R: Sendable>(
         _ condition: @Sendable (State) -> Bool, _ timeout: Duration?,
         _ body: @Sendable (inout sending State) throws -> R
     ) async throws -> R {

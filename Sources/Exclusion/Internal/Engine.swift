@@ -238,7 +238,7 @@ extension _Engine {
     /// suspended. Inlined into the public accessor, so that its first half costs what a
     /// synchronous access does.
     @inlinable @inline(__always)
-    func awaitExclusively<R: Sendable, E: Error>(
+    nonisolated(nonsending) func awaitExclusively<R: Sendable, E: Error>(
         attempting attempted: String, _ body: @Sendable (inout sending State) throws(E) -> R
     ) async throws(E) -> R {
         let thread = _CurrentThread()
@@ -253,7 +253,7 @@ extension _Engine {
     /// Runs `body` with the state held shared: at once on this thread if nothing is waiting and no
     /// write holds the lock, otherwise in its turn while the task is suspended.
     @inlinable @inline(__always)
-    func awaitShared<R: Sendable, E: Error>(
+    nonisolated(nonsending) func awaitShared<R: Sendable, E: Error>(
         attempting attempted: String, _ body: @Sendable (State) throws(E) -> R
     ) async throws(E) -> R {
         let thread = _CurrentThread()
@@ -263,7 +263,7 @@ extension _Engine {
     }
 
     @usableFromInline
-    func _awaitTurn<R: Sendable, E: Error>(
+    nonisolated(nonsending) func _awaitTurn<R: Sendable, E: Error>(
         isRead: Bool, _ body: @Sendable (inout sending State) throws(E) -> R
     ) async throws(E) -> R {
         let result: Result<R, E> = await withoutActuallyEscaping(body) { body in
