@@ -24,10 +24,11 @@ import Foundation
 /// Every operation checks before it changes anything: a thrown ``BankError`` leaves every balance,
 /// flag and the total exactly as they were.
 ///
-/// Each committed change of an account posts one ``accountDidChangeNotification`` (a transfer
-/// posts two) on the bank's notification queue, in commit order, after the ledger is released. An
-/// observer may therefore call back into the bank synchronously, to read a balance or make a
-/// transfer, without deadlock.
+/// Every committed change of an account is announced on the bank's notification queue, in commit
+/// order, after the ledger is released: by default one ``accountDidChangeNotification`` per change
+/// (a transfer posts two), or, with ``ChangeNotifications/batched``, one
+/// ``accountsDidChangeNotification`` per batch of changes. An observer may therefore call back
+/// into the bank synchronously, to read a balance or make a transfer, without deadlock.
 public final class Bank: Sendable {
     /// How the ledger is shared between threads.
     public enum Concurrency: Sendable {
@@ -37,30 +38,67 @@ public final class Bank: Sendable {
         case readersWriter
     }
 
-    /// Posted after each committed change of an account; `object` is the bank and
-    /// `userInfo[changeKey]` the ``AccountChange``.
+    /// How a bank announces the changes it commits. Either way every change is announced exactly
+    /// once, in commit order, on the notification queue, after the ledger is released.
+    public enum ChangeNotifications: String, Sendable, Codable, CaseIterable {
+        /// One ``Bank/accountDidChangeNotification`` per changed account: a transfer posts two.
+        /// The default.
+        case eachChange = "each-change"
+        /// One ``Bank/accountsDidChangeNotification`` per batch: every change committed since the
+        /// previous batch was taken, in commit order. The same information in far fewer posts, which
+        /// matters because a post costs more than a commit: about 0.7–1.1 µs through
+        /// `NotificationCenter` on Linux, against about 0.2 µs for a transfer. Batches are as large as
+        /// the backlog the announcer finds, so they grow when committers outpace it.
+        case batched
+    }
+
+    /// Posted after each committed change of an account, unless the bank announces
+    /// ``ChangeNotifications/batched``; `object` is the bank and `userInfo[changeKey]` the
+    /// ``AccountChange``.
     public static let accountDidChangeNotification = Notification.Name("ExclusionBankAccountDidChange")
 
     /// The `userInfo` key of ``accountDidChangeNotification`` that holds the ``AccountChange``.
     public static let changeKey = "change"
 
+    /// Posted after a batch of committed changes by a bank that announces
+    /// ``ChangeNotifications/batched``; `object` is the bank and `userInfo[changesKey]` the
+    /// `[AccountChange]`, in commit order and never empty.
+    public static let accountsDidChangeNotification = Notification.Name("ExclusionBankAccountsDidChange")
+
+    /// The `userInfo` key of ``accountsDidChangeNotification`` that holds the `[AccountChange]`.
+    public static let changesKey = "changes"
+
     let store: LedgerStore
     private let notificationQueue: DispatchQueue
+    /// How this bank announces changes.
+    public let changeNotifications: ChangeNotifications
     let announcer: Announcer
 
     /// Creates an empty bank.
     ///
     /// - Parameters:
     ///   - concurrency: How the ledger is shared between threads; results are the same either way.
-    ///   - notificationQueue: Where ``accountDidChangeNotification`` is posted.
-    public convenience init(concurrency: Concurrency = .serial, notificationQueue: DispatchQueue = .main) {
-        self.init(concurrency: concurrency, notificationQueue: notificationQueue, announcer: Announcer())
+    ///   - notificationQueue: Where changes are announced.
+    ///   - changeNotifications: How changes are announced: one notification each (the default), or
+    ///     one per batch.
+    public convenience init(
+        concurrency: Concurrency = .serial, notificationQueue: DispatchQueue = .main,
+        changeNotifications: ChangeNotifications = .eachChange
+    ) {
+        self.init(
+            concurrency: concurrency, notificationQueue: notificationQueue, changeNotifications: changeNotifications,
+            announcer: Announcer())
     }
 
     /// For tests: a bank whose back-pressure has another limit and patience.
-    init(concurrency: Concurrency, notificationQueue: DispatchQueue, announcer: Announcer) {
+    init(
+        concurrency: Concurrency, notificationQueue: DispatchQueue,
+        changeNotifications: ChangeNotifications = .eachChange,
+        announcer: Announcer
+    ) {
         store = LedgerStore(concurrency)
         self.notificationQueue = notificationQueue
+        self.changeNotifications = changeNotifications
         self.announcer = announcer
     }
 
@@ -162,12 +200,21 @@ public final class Bank: Sendable {
                 // A quarter of the limit at a time, so waiting committers go on before all is posted.
                 store.change { $0.takeUnannounced(into: &batch, limit: max(1, announcer.limit / 4)) }
                 if batch.isEmpty { return }
-                for change in batch {
+                let count = batch.count
+                switch changeNotifications {
+                case .eachChange:
+                    for change in batch {
+                        NotificationCenter.default.post(
+                            name: Bank.accountDidChangeNotification, object: self, userInfo: [Bank.changeKey: change])
+                    }
+                    batch.removeAll(keepingCapacity: true)
+                case .batched:
+                    // Observers may keep the array: hand it over and start a new one.
                     NotificationCenter.default.post(
-                        name: Bank.accountDidChangeNotification, object: self, userInfo: [Bank.changeKey: change])
+                        name: Bank.accountsDidChangeNotification, object: self, userInfo: [Bank.changesKey: batch])
+                    batch = []
                 }
-                announcer.didAnnounce(batch.count)
-                batch.removeAll(keepingCapacity: true)
+                announcer.didAnnounce(count)
             }
         }
     }

@@ -22,17 +22,21 @@ public struct Simulation: Sendable {
         public var operations: Int
         /// How the bank shares its ledger.
         public var concurrency: ConcurrencyChoice
+        /// How the bank announces changes; the simulation counts every change either way.
+        public var notifications: Bank.ChangeNotifications
         /// Where the random choices start; the same seed makes the same choices per thread.
         public var seed: UInt64
 
         public init(
             accounts: Int = 1_000, threads: Int = 4, operations: Int = 200_000,
-            concurrency: ConcurrencyChoice = .serial, seed: UInt64 = 42
+            concurrency: ConcurrencyChoice = .serial, notifications: Bank.ChangeNotifications = .eachChange,
+            seed: UInt64 = 42
         ) {
             self.accounts = accounts
             self.threads = threads
             self.operations = operations
             self.concurrency = concurrency
+            self.notifications = notifications
             self.seed = seed
         }
     }
@@ -89,7 +93,9 @@ public struct Simulation: Sendable {
         notificationQueue: DispatchQueue = .main,
         progress: @escaping @Sendable (_ done: Int, _ total: Int) -> Void = { _, _ in }
     ) async -> Report {
-        let bank = Bank(concurrency: configuration.concurrency.bankConcurrency, notificationQueue: notificationQueue)
+        let bank = Bank(
+            concurrency: configuration.concurrency.bankConcurrency, notificationQueue: notificationQueue,
+            changeNotifications: configuration.notifications)
         let counter = NotificationCounter(bank: bank)
         defer { counter.stop() }
 
@@ -239,22 +245,30 @@ final class SharedCount: Sendable {
     var count: Int { value.load(ordering: .relaxed) }
 }
 
-/// Counts the bank's notifications where they are delivered.
+/// Counts the changes the bank announced, where they are delivered, whichever way it announces them.
 private final class NotificationCounter: @unchecked Sendable {
-    // @unchecked: `observer` is set once in init and only read in `stop`; `counted` is Sendable.
+    // @unchecked: `observers` is set once in init and only read in `stop`; `counted` is Sendable.
     private let counted = SharedCount()
-    private var observer: (any NSObjectProtocol)?
+    private var observers: [any NSObjectProtocol] = []
 
     init(bank: Bank) {
-        observer = NotificationCenter.default.addObserver(
-            forName: Bank.accountDidChangeNotification, object: bank, queue: nil
-        ) { [counted] _ in counted.add(1) }
+        observers = [
+            NotificationCenter.default.addObserver(
+                forName: Bank.accountDidChangeNotification, object: bank, queue: nil
+            ) { [counted] _ in counted.add(1) },
+            NotificationCenter.default.addObserver(
+                forName: Bank.accountsDidChangeNotification, object: bank, queue: nil
+            ) { [counted] notification in
+                counted.add((notification.userInfo?[Bank.changesKey] as? [AccountChange])?.count ?? 0)
+            },
+        ]
     }
 
+    /// How many changes were announced.
     var count: Int { counted.count }
 
     func stop() {
-        if let observer { NotificationCenter.default.removeObserver(observer) }
+        for observer in observers { NotificationCenter.default.removeObserver(observer) }
     }
 }
 

@@ -81,7 +81,7 @@ extension Simulation {
             lines.append(
                 "Simulated \(operations) operations on \(configuration.accounts) accounts with "
                     + "\(configuration.threads) threads (\(configuration.concurrency.rawValue) ledger, "
-                    + "seed \(configuration.seed)) in \(String(format: "%.2f", seconds)) s, until the last notification "
+                    + "\(configuration.notifications.rawValue) notifications, seed \(configuration.seed)) in \(String(format: "%.2f", seconds)) s, until the last notification "
                     + "was delivered: \(Int(operationsPerSecond.rounded())) operations per second.")
             lines.append("")
             lines.append("Operations:")

@@ -22,6 +22,7 @@ struct BankCommand: AsyncParsableCommand {
 }
 
 extension Simulation.ConcurrencyChoice: ExpressibleByArgument {}
+extension Bank.ChangeNotifications: ExpressibleByArgument {}
 
 struct Simulate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -40,6 +41,9 @@ struct Simulate: AsyncParsableCommand {
 
     @Option(help: "How the bank shares its ledger: serial or readers-writer.")
     var concurrency = Simulation.ConcurrencyChoice.serial
+
+    @Option(help: "How the bank announces changes: each-change (one notification per change) or batched.")
+    var notifications = Bank.ChangeNotifications.eachChange
 
     @Option(help: "Seed for the random choices.")
     var seed: UInt64 = 42
@@ -62,7 +66,8 @@ struct Simulate: AsyncParsableCommand {
     func run() async throws {
         let simulation = Simulation(
             configuration: .init(
-                accounts: accounts, threads: threads, operations: operations, concurrency: concurrency, seed: seed))
+                accounts: accounts, threads: threads, operations: operations, concurrency: concurrency,
+                notifications: notifications, seed: seed))
         let progress = ProgressDisplay(onTerminal: isatty(STDERR_FILENO) == 1)
         let report = await simulation.run(notificationQueue: .main) { done, total in progress.show(done, of: total) }
         progress.finish()

@@ -41,6 +41,24 @@ struct BankExercisesArticleTests {
         #expect(printed.values == [Money("10.00")!, Money("15.00")!])
     }
 
+    @Test func batchedNotificationsCarryTheChangesOfARound() async throws {
+        let printed = Recorder<[Money]>()
+        let batching = Bank(notificationQueue: queue, changeNotifications: .batched)
+        let batchObserver = NotificationCenter.default.addObserver(
+            forName: Bank.accountsDidChangeNotification, object: batching, queue: nil
+        ) { note in
+            let changes = note.userInfo?[Bank.changesKey] as? [AccountChange] ?? []
+            printed.record(changes.map(\.newBalance))
+        }
+        defer { NotificationCenter.default.removeObserver(batchObserver) }
+        queue.suspend()  // the announcer is away while both changes commit: one round takes both
+        let alice = try batching.openAccount(initialBalance: Money("10.00")!)
+        try alice.addMoney(Money("5.00")!)
+        queue.resume()
+        await drain(queue)
+        #expect(printed.values == [[Money("10.00")!, Money("15.00")!]])
+    }
+
     @Test func theTotalIsDeliveredOnTheQueueYouPick() async throws {
         let bank = Bank(notificationQueue: queue)
         _ = try bank.openAccount(initialBalance: Money("10.00")!)

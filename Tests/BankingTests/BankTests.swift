@@ -8,6 +8,7 @@ import Testing
 @testable import Banking
 
 private let both: [Bank.Concurrency] = [.serial, .readersWriter]
+private let announcing = Bank.ChangeNotifications.allCases
 
 /// Every balance and flag, and the total: what a refused operation must leave untouched.
 private func snapshot(_ bank: Bank) -> [String] {
@@ -113,9 +114,11 @@ struct BankTests {
 
     // MARK: - Notifications
 
-    @Test(arguments: both)
-    func eachChangePostsOneNotificationInCommitOrder(concurrency: Bank.Concurrency) async throws {
-        let bank = Bank(concurrency: concurrency, notificationQueue: queue)
+    @Test(arguments: both, announcing)
+    func everyChangeIsAnnouncedOnceInCommitOrder(
+        concurrency: Bank.Concurrency, notifications: Bank.ChangeNotifications
+    ) async throws {
+        let bank = Bank(concurrency: concurrency, notificationQueue: queue, changeNotifications: notifications)
         let recorder = ChangeRecorder(bank: bank) { [queue] _ in dispatchPrecondition(condition: .onQueue(queue)) }
         let alice = try bank.openAccount(initialBalance: .amount("10.00"))
         let bob = try bank.openAccount()
@@ -142,10 +145,12 @@ struct BankTests {
             ])
     }
 
-    @Test(arguments: both)
-    func notificationsFromManyThreadsArriveInCommitOrder(concurrency: Bank.Concurrency) async throws {
+    @Test(arguments: both, announcing)
+    func notificationsFromManyThreadsArriveInCommitOrder(
+        concurrency: Bank.Concurrency, notifications: Bank.ChangeNotifications
+    ) async throws {
         // In commit order, each account's notifications chain: every old balance is the previous new one.
-        let bank = Bank(concurrency: concurrency, notificationQueue: queue)
+        let bank = Bank(concurrency: concurrency, notificationQueue: queue, changeNotifications: notifications)
         let recorder = ChangeRecorder(bank: bank)
         let accounts = try (0..<8).map { _ in try bank.openAccount(initialBalance: .amount("100.00")) }
         let transfers = Atomic<Int>(0)
@@ -173,9 +178,11 @@ struct BankTests {
         for account in accounts { #expect(last[account.id] == account.balance) }
     }
 
-    @Test(arguments: both)
-    func observersMayCallBackIntoTheBank(concurrency: Bank.Concurrency) async throws {
-        let bank = Bank(concurrency: concurrency, notificationQueue: queue)
+    @Test(arguments: both, announcing)
+    func observersMayCallBackIntoTheBank(
+        concurrency: Bank.Concurrency, notifications: Bank.ChangeNotifications
+    ) async throws {
+        let bank = Bank(concurrency: concurrency, notificationQueue: queue, changeNotifications: notifications)
         let reserve = try bank.openAccount(initialBalance: .amount("100.00"))
         let watched = try bank.openAccount()
         let seen = Atomic<Int>(0)
@@ -196,6 +203,33 @@ struct BankTests {
         }
         #expect(watched.balance == .amount("3.00"))
         #expect(seen.load(ordering: .relaxed) == 2)
+    }
+
+    @Test func aBatchCarriesEveryChangeCommittedWhileTheAnnouncerWasAway() async throws {
+        let stalled = DispatchQueue(label: "stalled notifications")
+        let bank = Bank(notificationQueue: stalled, changeNotifications: .batched)
+        let recorder = ChangeRecorder(bank: bank)
+        stalled.suspend()
+        let account = try bank.openAccount()
+        for _ in 0..<20 { try account.addMoney(.amount("1.00")) }
+        stalled.resume()
+        let changes = await recorder.waitFor(21)
+        await drain(stalled)  // anything posted twice, or late, would be there by now
+        #expect(changes.map(\.newBalance) == (0...20).map { Money(minorUnits: Int64($0) * 100) })
+        #expect(recorder.postCount(Bank.accountsDidChangeNotification) == 1)
+        #expect(recorder.postCount(Bank.accountDidChangeNotification) == 0)
+    }
+
+    @Test func aBankAnnouncingEachChangePostsOneNotificationPerChange() async throws {
+        let bank = Bank(notificationQueue: queue)
+        let recorder = ChangeRecorder(bank: bank)
+        let alice = try bank.openAccount(initialBalance: .amount("10.00"))
+        let bob = try bank.openAccount()
+        try bank.transferMoneyAmount(.amount("1.00"), from: alice, to: bob)
+        #expect(await recorder.waitFor(4).count == 4)
+        await drain(queue)
+        #expect(recorder.postCount(Bank.accountDidChangeNotification) == 4)
+        #expect(recorder.postCount(Bank.accountsDidChangeNotification) == 0)
     }
 
     // MARK: - Totals

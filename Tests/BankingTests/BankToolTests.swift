@@ -39,6 +39,13 @@ struct BankToolTests {
         #expect(run.output.contains("readers-writer ledger"))
     }
 
+    @Test func batchedNotificationsAreAnOption() throws {
+        let run = try bank("simulate", "--accounts", "20", "--operations", "5000", "--notifications", "batched")
+        #expect(run.status == 0, "\(run.errors)")
+        #expect(run.output.contains("batched notifications"))
+        #expect(run.output.contains("All checks passed."))
+    }
+
     @Test func jsonReportIsValidJSON() throws {
         let run = try bank("simulate", "--accounts", "10", "--operations", "2000", "--json", "--seed", "9")
         #expect(run.status == 0, "\(run.errors)")
@@ -53,6 +60,7 @@ struct BankToolTests {
         ["simulate", "--threads", "0"],
         ["simulate", "--operations", "-1"],
         ["simulate", "--concurrency", "parallel"],
+        ["simulate", "--notifications", "never"],
         ["simulate", "--seed", "minus one"],
         ["simulate", "--bogus"],
         ["withdraw"],

@@ -6,10 +6,14 @@ import Testing
 
 @Suite("Simulation", .timeLimit(.minutes(10)))
 struct SimulationTests {
-    @Test(arguments: Simulation.ConcurrencyChoice.allCases)
-    func aSimulationPassesEveryCheck(concurrency: Simulation.ConcurrencyChoice) async throws {
+    @Test(arguments: Simulation.ConcurrencyChoice.allCases, Bank.ChangeNotifications.allCases)
+    func aSimulationPassesEveryCheck(
+        concurrency: Simulation.ConcurrencyChoice, notifications: Bank.ChangeNotifications
+    ) async throws {
         let simulation = Simulation(
-            configuration: .init(accounts: 50, threads: 3, operations: 20_000, concurrency: concurrency, seed: 1))
+            configuration: .init(
+                accounts: 50, threads: 3, operations: 20_000, concurrency: concurrency, notifications: notifications,
+                seed: 1))
         let report = await simulation.run(notificationQueue: DispatchQueue(label: "simulation"))
         #expect(report.passed, "\(report.summary)")
         #expect(report.counts.values.reduce(0, +) == 20_000)

@@ -13,9 +13,11 @@ let accountCount = 1_000
 
 func makeBank(
     _ concurrency: Bank.Concurrency, accounts: Int = accountCount,
-    notifications: DispatchQueue = DispatchQueue(label: "notifications")
+    notifications: DispatchQueue = DispatchQueue(label: "notifications"),
+    changeNotifications: Bank.ChangeNotifications = .eachChange
 ) -> (Bank, [Account]) {
-    let bank = Bank(concurrency: concurrency, notificationQueue: notifications)
+    let bank = Bank(
+        concurrency: concurrency, notificationQueue: notifications, changeNotifications: changeNotifications)
     let opened = (0..<accounts).map { _ in try! bank.openAccount(initialBalance: Money(minorUnits: 1_000_000)) }
     notifications.sync {}  // the opening notifications are delivered before anything is measured
     return (bank, opened)
@@ -53,19 +55,23 @@ let benchmarks: @Sendable () -> Void = {
 
     for threads in [1, 2] {
         let suffix = threads == 1 ? "" : ", 2 threads"
-        Benchmark("Bank transfer\(suffix)") { benchmark in
-            let notifications = DispatchQueue(label: "notifications")
-            let (bank, accounts) = makeBank(.serial, notifications: notifications)
-            let amount = Money(minorUnits: 1)
-            benchmark.startMeasurement()
-            onThreads(threads, iterations: benchmark.scaledIterations.count) { thread, count in
-                for step in 0..<count {
-                    let (from, to) = pair(step, thread)
-                    try? bank.transferMoneyAmount(amount, from: accounts[from], to: accounts[to])
+        for changeNotifications in Bank.ChangeNotifications.allCases {
+            let kind = changeNotifications == .batched ? ", batched notifications" : ""
+            Benchmark("Bank transfer\(kind)\(suffix)") { benchmark in
+                let notifications = DispatchQueue(label: "notifications")
+                let (bank, accounts) = makeBank(
+                    .serial, notifications: notifications, changeNotifications: changeNotifications)
+                let amount = Money(minorUnits: 1)
+                benchmark.startMeasurement()
+                onThreads(threads, iterations: benchmark.scaledIterations.count) { thread, count in
+                    for step in 0..<count {
+                        let (from, to) = pair(step, thread)
+                        try? bank.transferMoneyAmount(amount, from: accounts[from], to: accounts[to])
+                    }
                 }
+                // The announcement round in progress runs until nothing is left: after it, all is posted.
+                notifications.sync {}
             }
-            // The announcement round in progress runs until nothing is left: after it, all is posted.
-            notifications.sync {}
         }
         Benchmark("peer: textbook transfer\(suffix)") { benchmark in
             let notifications = DispatchQueue(label: "notifications")

@@ -9,28 +9,48 @@ extension Money {
     static func amount(_ text: String) -> Money { Money(text)! }
 }
 
-/// Collects the bank's notifications as they are delivered.
+/// Collects the changes the bank announces as they are delivered, whichever way it announces them.
 final class ChangeRecorder: @unchecked Sendable {
-    // @unchecked: `changes` is only touched while `lock` is held; `observer` is set once in init.
+    // @unchecked: `changes` and `posts` are only touched while `lock` is held; `observers` is set
+    // once in init.
     private let lock = NSLock()
     private var changes: [AccountChange] = []
-    private var observer: (any NSObjectProtocol)?
+    private var posts: [Notification.Name: Int] = [:]
+    private var observers: [any NSObjectProtocol] = []
     private let onChange: @Sendable (AccountChange) -> Void
 
     init(bank: Bank, onChange: @escaping @Sendable (AccountChange) -> Void = { _ in }) {
         self.onChange = onChange
-        observer = NotificationCenter.default.addObserver(
-            forName: Bank.accountDidChangeNotification, object: bank, queue: nil
-        ) { [weak self] notification in
-            guard let self, let change = notification.userInfo?[Bank.changeKey] as? AccountChange else { return }
-            lock.withLock { changes.append(change) }
-            self.onChange(change)
+        observers = [
+            NotificationCenter.default.addObserver(
+                forName: Bank.accountDidChangeNotification, object: bank, queue: nil
+            ) { [weak self] notification in
+                guard let self, let change = notification.userInfo?[Bank.changeKey] as? AccountChange else { return }
+                record([change], from: notification)
+            },
+            NotificationCenter.default.addObserver(
+                forName: Bank.accountsDidChangeNotification, object: bank, queue: nil
+            ) { [weak self] notification in
+                guard let self, let batch = notification.userInfo?[Bank.changesKey] as? [AccountChange] else { return }
+                record(batch, from: notification)
+            },
+        ]
+    }
+
+    private func record(_ batch: [AccountChange], from notification: Notification) {
+        lock.withLock {
+            changes += batch
+            posts[notification.name, default: 0] += 1
         }
+        for change in batch { onChange(change) }
     }
 
     deinit {
-        if let observer { NotificationCenter.default.removeObserver(observer) }
+        for observer in observers { NotificationCenter.default.removeObserver(observer) }
     }
+
+    /// How many notifications named `name` were delivered.
+    func postCount(_ name: Notification.Name) -> Int { lock.withLock { posts[name, default: 0] } }
 
     var recorded: [AccountChange] { lock.withLock { changes } }
 
