@@ -139,7 +139,9 @@ public final class Bank: Sendable {
     }
 
     /// The sum of all balances, suspending instead of blocking while a change holds the ledger.
-    public func totalBalance() async -> Money {
+    ///
+    /// It runs in the caller's isolation: on the main actor, an uncontended read never leaves it.
+    nonisolated(nonsending) public func totalBalance() async -> Money {
         await store.read { $0.total }
     }
 

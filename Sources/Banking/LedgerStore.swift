@@ -48,7 +48,7 @@ enum LedgerStore: Sendable {
     }
 
     /// Reads the ledger, suspending instead of blocking while a change holds it.
-    func read<R: Sendable>(_ body: @Sendable (Ledger) -> R) async -> R {
+    nonisolated(nonsending) func read<R: Sendable>(_ body: @Sendable (Ledger) -> R) async -> R {
         switch self {
         case .serial(let ledger): await ledger.access { body($0) }
         case .readersWriter(let ledger): await ledger.read(body)
