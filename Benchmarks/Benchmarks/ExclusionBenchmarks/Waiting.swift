@@ -185,14 +185,20 @@ final class ConditionWakeUp: WakeUp, @unchecked Sendable {
 /// A waiter thread on `design` that lives for the whole run; each benchmark iteration wakes it
 /// once and times the wake-up: from just before the change that satisfies it to the moment its
 /// body starts.
+///
+/// With `settle`, the change comes that long after the waiter said it waits, so that it is asleep
+/// by then in either design (an `Exclusive` waiter yields and checks again a few times, for a few
+/// microseconds, before it sleeps); without it, the change comes at once, as in a busy queue.
 final class WakeUpRig<Design: WakeUp>: @unchecked Sendable {
     // @unchecked: `round` is only touched by the benchmark's thread.
     private let design: Design
+    private let settle: Duration?
     private let signals = WakeUpSignals()
     private var round = 0
 
-    init(_ design: Design) {
+    init(_ design: Design, settle: Duration? = nil) {
         self.design = design
+        self.settle = settle
         let signals = signals
         Thread {
             for round in 1... { design.waitFor(round, signals) }
@@ -202,6 +208,7 @@ final class WakeUpRig<Design: WakeUp>: @unchecked Sendable {
     func wakeOnce(_ benchmark: Benchmark) {
         round += 1
         while signals.waiting.load(ordering: .sequentiallyConsistent) != round {}
+        if let settle { Thread.sleep(forTimeInterval: Double(settle.components.attoseconds) / 1e18) }
         benchmark.startMeasurement()
         design.change(to: round)
         while signals.started.load(ordering: .sequentiallyConsistent) != round {}
@@ -236,5 +243,14 @@ func waitingBenchmarks() {
     }
     Benchmark("peer: wake-up, NSCondition", configuration: waking) { benchmark in
         conditionRig.wakeOnce(benchmark)
+    }
+    let asleep = Duration.microseconds(200)
+    let sleepingExclusiveRig = WakeUpRig(ExclusiveWakeUp(), settle: asleep)
+    let sleepingConditionRig = WakeUpRig(ConditionWakeUp(), settle: asleep)
+    Benchmark("wake-up when asleep, Exclusive.access(when:)", configuration: waking) { benchmark in
+        sleepingExclusiveRig.wakeOnce(benchmark)
+    }
+    Benchmark("peer: wake-up when asleep, NSCondition", configuration: waking) { benchmark in
+        sleepingConditionRig.wakeOnce(benchmark)
     }
 }

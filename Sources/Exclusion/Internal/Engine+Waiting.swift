@@ -1,4 +1,5 @@
 import Dispatch
+import ExclusionShims
 import Synchronization
 
 #if canImport(Glibc)
@@ -48,18 +49,44 @@ extension _Engine {
 
     /// The rest of `lockExclusively(_:when:timeout:)` once the condition was false: out of line,
     /// so that an access whose condition holds costs what a plain access does.
+    ///
+    /// Before it sleeps, the thread spins for about a microsecond, letting go of the state and
+    /// checking again between spins. Going to sleep and being woken costs several microseconds and
+    /// two trips through the scheduler, and the change a waiter needs is often a few instructions
+    /// away on another thread (a consumer that takes one item from a full queue): in the bounded
+    /// queue benchmark this takes a run from 26–48 ms to 8–15 ms. It spins with the processor's
+    /// spin hint, not `sched_yield`: on Linux's scheduler a thread that yielded (or spun long) is
+    /// woken later once it does sleep, by about the time it spun, which is why the spin is short
+    /// (measured: 1 µs of spinning adds about 1 µs to a sleeping waiter's wake-up, 5 µs about 6 µs;
+    /// eight `sched_yield`s tripled it). The checks happen before the access joins the wait list,
+    /// so they change nothing about the order in which waiters are served.
     @usableFromInline
     func _lockExclusivelyWaiting(
         _ thread: _CurrentThread, until condition: @Sendable (State) -> Bool, timeout: Duration?,
         file: StaticString, line: UInt, _ outbox: Outbox
     ) throws(TimeoutError) -> Outbox {
+        var outbox = outbox
+        let spinUntil = DispatchTime.now().uptimeNanoseconds &+ Self._spinBeforeSleeping
+        repeat {
+            unlockExclusively(thread, outbox)
+            for _ in 0..<32 { exclusion_spin_hint() }
+            outbox = lockExclusively(thread, file: file, line: line, notingEntry: false)
+            if condition(_state.pointee) {
+                if _watchesWaits { _noteEntry(file: file, line: line) }
+                return outbox
+            }
+        } while DispatchTime.now().uptimeNanoseconds < spinUntil
+        let held = outbox
         let result: Result<Outbox, TimeoutError> = withoutActuallyEscaping(condition) { condition in
             Result { () throws(TimeoutError) -> Outbox in
-                try _block(thread, until: condition, timeout, file: file, line: line, outbox)
+                try _block(thread, until: condition, timeout, file: file, line: line, held)
             }
         }
         return try result.get()
     }
+
+    /// How long, in nanoseconds, a blocked wait spins and checks again before it sleeps: 1 µs.
+    @usableFromInline static var _spinBeforeSleeping: UInt64 { 1_000 }
 
     private func _block(
         _ thread: _CurrentThread, until condition: @escaping @Sendable (State) -> Bool, _ timeout: Duration?,
