@@ -106,6 +106,11 @@ SINGLES = [
 ]
 
 
+def number(value):
+    """Four significant digits, but never in exponent notation."""
+    return f"{value:.4g}" if abs(value) < 10_000 else f"{value:.0f}"
+
+
 def medians(output, metric):
     """The median of `metric` for each benchmark in the markdown output."""
     result, name = {}, None
@@ -143,11 +148,11 @@ def main():
         ours_time = statistics.median(run[ours] for run in present)
         peer_time = statistics.median(run[peer] for run in present)
         spread = f" ({min(ratios):.2f}–{max(ratios):.2f})" if len(ratios) > 1 else ""
-        print(f"| {what} | {ours_time:.4g} | {peer_time:.4g} | {statistics.median(ratios):.2f}×{spread} | {target} |")
+        print(f"| {what} | {number(ours_time)} | {number(peer_time)} | {statistics.median(ratios):.2f}×{spread} | {target} |")
     for what, name in SINGLES:
         values = [run[name] for run in times if name in run]
         if values:
-            print(f"| {what} | {statistics.median(values):.4g} | | | |")
+            print(f"| {what} | {number(statistics.median(values))} | | | |")
     allocations = medians(outputs[0], "Malloc (total)")
     ours = [f"{name} {count:g}" for name, count in sorted(allocations.items()) if not name.startswith("peer")]
     print("\nHeap allocations per operation (median): " + "; ".join(ours) + ".")
