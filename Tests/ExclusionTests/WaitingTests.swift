@@ -194,6 +194,25 @@ struct WaitingTests {
             } == 6)
     }
 
+    @Test func aConditionThatTurnsTrueWhileTheThreadSpinsRunsWithoutSleeping() throws {
+        // No other thread: the condition turns true on its second check, which the spin before
+        // sleeping makes. Without the spin the thread joins the line instead, its own release
+        // checks it a second time and wakes it, and it checks a third time (shown).
+        let value = Exclusive(1, label: "value")
+        let checks = Atomic<Int>(0)
+        let result = try value.access(
+            when: { _ in checks.add(1, ordering: .sequentiallyConsistent).newValue >= 2 }, timeout: .seconds(10)
+        ) {
+            $0 += 1
+            return $0
+        }
+        #expect(result == 2)
+        #expect(checks.load(ordering: .sequentiallyConsistent) == 2)
+        #expect(waiting(value) == 0)
+        #expect(!value.isAccessing)
+        #expect(value.access { $0 } == 2)  // and the state was let go of
+    }
+
     @Test func everyWaiterWakesWithoutASignal() async {
         #expect(await everyWaiterWakes(Exclusive(0, label: "items"), patience: progress))
     }
