@@ -25,14 +25,18 @@ final class Announcer: Sendable {
     /// How many changes have been posted. Committers that got too far ahead wait for it with a
     /// conditional access, which every `didAnnounce` re-checks: nothing to signal, nothing to lose.
     private let posted = Exclusive(0, label: "bank announcements posted")
+    /// `posted`'s value, for the check every commit makes, which must not take a lock. It is
+    /// written inside the access that changes `posted`, so it never runs ahead of it: a stale read
+    /// only sends a committer to the exact check in `waitUntilWithinLimit`.
+    private let postedSoFar = Atomic<Int>(0)
     private let announcing = Atomic<Int>(0)
     private let waiting = Atomic<Int>(0)
 
     /// Whether a committer is waiting for the announcer right now.
     var isHoldingBackCommitters: Bool { waiting.load(ordering: .relaxed) > 0 }
 
-    /// How many changes have been posted.
-    var announced: Int { posted.access { $0 } }
+    /// How many changes have been posted (at least; read without a lock).
+    var announced: Int { postedSoFar.load(ordering: .acquiring) }
 
     /// Runs the announcer's `body`, marking this thread as the announcer's while it runs.
     func onQueue(_ body: () -> Void) {
@@ -42,7 +46,10 @@ final class Announcer: Sendable {
     }
 
     func didAnnounce(_ count: Int) {
-        posted.access { $0 += count }
+        posted.access {
+            $0 += count
+            postedSoFar.store($0, ordering: .releasing)
+        }
     }
 
     /// Waits, holding nothing, until the change at `place` is within the limit of what was posted,
