@@ -77,8 +77,6 @@ ROWS = [
      "peer: copy 10000 names under NSLock, writer adding", "time", "≤ 2×"),
 ]
 
-# Rows counted in thousands of operations (ExclusionBenchmarks, but for submitting): their times
-# are per thousand operations, that is picoseconds per operation, and are divided back here.
 # Rows timed in microseconds per iteration (the bounded queue moves 100,000 items): shown in ms.
 IN_MICROSECONDS_SHOWN_IN_MS = {
     "bounded queue, Exclusive.access(when:), 1 producer", "bounded queue, Exclusive.access(when:), 2 producers",
@@ -86,6 +84,8 @@ IN_MICROSECONDS_SHOWN_IN_MS = {
     "peer: bounded queue, DispatchSemaphore, 1 producer", "peer: bounded queue, DispatchSemaphore, 2 producers",
 }
 
+# Rows counted in thousands of operations (ExclusionBenchmarks, but for submitting): their times
+# are per thousand operations, that is picoseconds per operation, and are divided back here.
 PER_THOUSAND = {
     "Exclusive.access", "peer: NSLock", "peer: Mutex", "peer: DispatchQueue.sync",
     "Exclusive.access, 2 threads", "peer: NSLock, 2 threads", "peer: DispatchQueue.sync, 2 threads",
@@ -155,7 +155,8 @@ def main():
             print(f"| {what} | {number(statistics.median(values))} | | | |")
     allocations = medians(outputs[0], "Malloc (total)")
     ours = [f"{name} {count:g}" for name, count in sorted(allocations.items()) if not name.startswith("peer")]
-    print("\nHeap allocations per operation (median): " + "; ".join(ours) + ".")
+    if ours:
+        print("\nHeap allocations per operation (median): " + "; ".join(ours) + ".")
 
 
 if __name__ == "__main__":

@@ -53,13 +53,14 @@ extension _Engine {
     /// Before it sleeps, the thread spins for about a microsecond, letting go of the state and
     /// checking again between spins. Going to sleep and being woken costs several microseconds and
     /// two trips through the scheduler, and the change a waiter needs is often a few instructions
-    /// away on another thread (a consumer that takes one item from a full queue): in the bounded
-    /// queue benchmark this takes a run from 26–48 ms to 8–15 ms. It spins with the processor's
-    /// spin hint, not `sched_yield`: on Linux's scheduler a thread that yielded (or spun long) is
-    /// woken later once it does sleep, by about the time it spun, which is why the spin is short
-    /// (measured: 1 µs of spinning adds about 1 µs to a sleeping waiter's wake-up, 5 µs about 6 µs;
-    /// eight `sched_yield`s tripled it). The checks happen before the access joins the wait list,
-    /// so they change nothing about the order in which waiters are served.
+    /// away on another thread (a consumer that takes one item from a full queue): the bounded
+    /// queue benchmark takes 0.47× the time with two producers, 0.80× with one (`Benchmarks/ab.py`
+    /// against the engine without the spin). It spins with the processor's spin hint, not
+    /// `sched_yield`, and briefly: Linux wakes a thread that has just yielded or spun later, by
+    /// about the time it spent, so a waiter that does go to sleep pays for the spin when it is
+    /// woken (the "wake-up when asleep" benchmark: 5.3 → 6.6 µs). The checks happen before the
+    /// access joins the wait list, so they change nothing about the order in which waiters are
+    /// served.
     @usableFromInline
     func _lockExclusivelyWaiting(
         _ thread: _CurrentThread, until condition: @Sendable (State) -> Bool, timeout: Duration?,

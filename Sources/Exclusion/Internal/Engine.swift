@@ -130,8 +130,15 @@ extension _Engine {
     func unlockExclusively(_ thread: _CurrentThread, _ deliveries: borrowing Outbox) {
         if _waitList.isWaiting {
             _serveWaitersAndUnlock(thread, copy deliveries)
-            return
+        } else {
+            _leaveAndUnlock(thread, deliveries)
         }
+    }
+
+    /// The end of every exclusive access: this thread leaves, the lock is released, and what the
+    /// access delivered is handed out.
+    @inlinable @inline(__always)
+    func _leaveAndUnlock(_ thread: _CurrentThread, _ deliveries: borrowing Outbox) {
         thread.leave()
         if deliveries.isEmpty {
             _lock.unlockExclusive()
@@ -199,12 +206,7 @@ extension _Engine {
         while let run = _waitList.nextReady(_state, woken: &woken) {
             run(&_state.pointee, &deliveries)
         }
-        thread.leave()
-        if deliveries.isEmpty {
-            _lock.unlockExclusive()
-        } else {
-            _releaseExclusiveDelivering(deliveries)
-        }
+        _leaveAndUnlock(thread, deliveries)
         woken?.signal()
     }
 
