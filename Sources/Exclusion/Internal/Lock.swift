@@ -1,3 +1,5 @@
+import ExclusionShims
+
 #if canImport(Darwin)
 import Darwin
 #elseif canImport(Glibc)
@@ -8,37 +10,33 @@ import Musl
 
 /// A plain mutual-exclusion lock at a stable address.
 ///
-/// `Synchronization.Mutex` would do, but on Linux it costs about twice a `pthread_mutex_t`
-/// (priority-inheritance futexes); the fast path of every access goes through this lock, so it
-/// uses the platform's cheapest one: `os_unfair_lock` on Apple platforms, `pthread_mutex_t` elsewhere.
+/// The fast path of every access goes through this lock, so it is the cheapest one each platform
+/// has: `os_unfair_lock` on Apple platforms; on Linux, `exclusion_lock` from ExclusionShims, which
+/// gives the lock back with a plain store instead of an atomic read-modify-write (its header says
+/// how sleepers stay safe). `pthread_mutex_t` pays two read-modify-writes per access, and
+/// `Synchronization.Mutex` on Linux about twice that (priority-inheritance futexes).
 @usableFromInline
 struct _Lock: @unchecked Sendable {
     // @unchecked: the pointee is only touched through the platform's lock functions.
     #if canImport(Darwin)
     @usableFromInline let _handle: UnsafeMutablePointer<os_unfair_lock>
     #else
-    @usableFromInline let _handle: UnsafeMutablePointer<pthread_mutex_t>
+    @usableFromInline let _handle: UnsafeMutablePointer<exclusion_lock>
     #endif
 
     @usableFromInline
     init() {
-        #if canImport(Darwin)
         _handle = .allocate(capacity: 1)
+        #if canImport(Darwin)
         _handle.initialize(to: os_unfair_lock())
         #else
-        _handle = .allocate(capacity: 1)
-        _handle.initialize(to: pthread_mutex_t())
-        let status = pthread_mutex_init(_handle, nil)
-        precondition(status == 0, "pthread_mutex_init failed: \(status)")
+        _handle.initialize(to: exclusion_lock(word: 0, sleepers: 0))
         #endif
     }
 
     /// Frees the lock; call once, when no thread can reach it any more.
     @usableFromInline
     func destroy() {
-        #if !canImport(Darwin)
-        pthread_mutex_destroy(_handle)
-        #endif
         _handle.deinitialize(count: 1)
         _handle.deallocate()
     }
@@ -48,7 +46,7 @@ struct _Lock: @unchecked Sendable {
         #if canImport(Darwin)
         os_unfair_lock_lock(_handle)
         #else
-        pthread_mutex_lock(_handle)
+        exclusion_lock_lock(_handle)
         #endif
     }
 
@@ -57,7 +55,7 @@ struct _Lock: @unchecked Sendable {
         #if canImport(Darwin)
         return os_unfair_lock_trylock(_handle)
         #else
-        return pthread_mutex_trylock(_handle) == 0
+        return exclusion_lock_try(_handle) != 0
         #endif
     }
 
@@ -67,8 +65,7 @@ struct _Lock: @unchecked Sendable {
         #if canImport(Darwin)
         _lockWithin(timeout, timed: nil, polling: { tryLock() ? 0 : EBUSY })
         #else
-        _lockWithin(
-            timeout, timed: { pthread_mutex_timedlock(_handle, $0) }, polling: { pthread_mutex_trylock(_handle) })
+        tryLock() || exclusion_lock_wait_at_most(_handle, _nanoseconds(timeout)) != 0
         #endif
     }
 
@@ -77,7 +74,7 @@ struct _Lock: @unchecked Sendable {
         #if canImport(Darwin)
         os_unfair_lock_unlock(_handle)
         #else
-        pthread_mutex_unlock(_handle)
+        exclusion_lock_unlock(_handle)
         #endif
     }
 }
