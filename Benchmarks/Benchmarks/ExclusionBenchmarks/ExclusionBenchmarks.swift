@@ -20,6 +20,13 @@ var threaded: Benchmark.Configuration {
         maxIterations: 30)
 }
 
+/// Contended accesses with work in them: one iteration is 10,000 accesses, timed in microseconds.
+var contended: Benchmark.Configuration {
+    .init(
+        metrics: [.wallClock], timeUnits: .microseconds, scalingFactor: .one, maxDuration: .seconds(3),
+        maxIterations: 30)
+}
+
 /// Submitting a million blocks, one per operation (hundreds of nanoseconds each: whole nanoseconds do).
 var submitting: Benchmark.Configuration {
     .init(
@@ -78,6 +85,34 @@ let benchmarks: @Sendable () -> Void = {
         benchmark.startMeasurement()
         let each = benchmark.scaledIterations.count * 1_000 / 2
         onThreads(2) { _ in for _ in 0..<each { counter.increment() } }
+    }
+
+    // Contention with work in the body, where waiters have to sleep: 10,000 accesses per
+    // iteration, split over the threads, each doing `rounds` of arithmetic inside the access and
+    // `outside` rounds between accesses (about a nanosecond a round).
+    for (threads, rounds, outside, name) in [
+        (2, 100, 100, "2 threads, 0.1 µs inside and out"), (4, 1_000, 0, "4 threads, 1 µs inside"),
+    ] {
+        Benchmark("Exclusive.access, \(name) (µs per 10,000)", configuration: contended) { benchmark in
+            let counter = Exclusive(0)
+            benchmark.startMeasurement()
+            onThreads(threads) { _ in
+                for _ in 0..<10_000 / threads {
+                    counter.access { $0 = busyWork(rounds, $0) }
+                    blackHole(busyWork(outside, 1))
+                }
+            }
+        }
+        Benchmark("peer: NSLock, \(name) (µs per 10,000)", configuration: contended) { benchmark in
+            let counter = NSLockCounter()
+            benchmark.startMeasurement()
+            onThreads(threads) { _ in
+                for _ in 0..<10_000 / threads {
+                    counter.update { busyWork(rounds, $0) }
+                    blackHole(busyWork(outside, 1))
+                }
+            }
+        }
     }
 
     // MARK: - ReadersWriter.read

@@ -24,6 +24,20 @@ final class NSLockCounter: @unchecked Sendable {
         body()
         lock.unlock()
     }
+    func update(_ body: (Int) -> Int) {
+        lock.lock()
+        value = body(value)
+        lock.unlock()
+    }
+}
+
+/// `rounds` steps of a linear congruential generator from `seed`: work the optimizer can't remove,
+/// about a nanosecond a step (a multiply and an add that depend on each other).
+@inline(never)
+func busyWork(_ rounds: Int, _ seed: Int) -> Int {
+    var value = seed
+    for _ in 0..<rounds { value = value &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407 }
+    return value
 }
 
 final class MutexCounter: Sendable {

@@ -30,7 +30,7 @@ struct _Lock: @unchecked Sendable {
         #if canImport(Darwin)
         _handle.initialize(to: os_unfair_lock())
         #else
-        _handle.initialize(to: exclusion_lock(word: 0, sleepers: 0))
+        _handle.initialize(to: exclusion_lock(word: 0, sleepers: 0, waking: 0, wakeups: 0))
         #endif
     }
 

@@ -116,6 +116,12 @@ typedef struct {
     uint32_t word;
     /// How many threads wait for the lock in the kernel, or are about to.
     uint32_t sleepers;
+    /// 1 while a wake-up is on its way to a sleeper that hasn't run yet: releasers meanwhile don't
+    /// send another, which would cost each of them a system call.
+    uint32_t waking;
+    /// Counts the wake-ups sent; sleepers sleep on it, so a wake-up sent while a thread is about to
+    /// sleep makes it look again instead.
+    uint32_t wakeups;
 } exclusion_lock;
 
 /// Whether waiters fence with `membarrier`, so that releasers may give the lock back with a store.
@@ -143,7 +149,7 @@ static inline void exclusion_lock_lock(exclusion_lock *lock) {
 
 /// Gives `lock` back, and wakes a sleeper if there is one.
 static inline void exclusion_lock_unlock(exclusion_lock *lock) {
-    if (__builtin_expect(exclusion_lock_fenced, 1)) {
+    if (__builtin_expect(__atomic_load_n(&exclusion_lock_fenced, __ATOMIC_RELAXED), 1)) {
         __atomic_store_n(&lock->word, 0, __ATOMIC_RELEASE);
         // Keeps the compiler from reading `sleepers` before the store: the sleeper's barrier
         // orders the two only in this order.
@@ -159,9 +165,18 @@ static inline void exclusion_lock_unlock(exclusion_lock *lock) {
     }
 }
 
-/// For tests only: while `skip` is nonzero, waiters skip the fence (the broken variant that the
-/// lost-wake-up stress test must catch). Call it only while no lock is in use.
-void exclusion_lock_test_skip_fence(int skip);
+/// How many threads are counted as waiting for `lock` right now.
+static inline uint32_t exclusion_lock_sleepers(exclusion_lock *lock) {
+    return __atomic_load_n(&lock->sleepers, __ATOMIC_SEQ_CST);
+}
+
+/// For tests only: gives `lock` back without waking anyone, the broken variant the lost-wake-up
+/// test must catch.
+void exclusion_lock_test_release_silently(exclusion_lock *lock);
+
+/// For tests only, in a process of their own: switches every lock to the protocol without
+/// `membarrier`. Call it before any lock is used.
+void exclusion_lock_test_use_fallback(void);
 
 #endif
 

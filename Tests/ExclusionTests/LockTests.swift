@@ -1,0 +1,180 @@
+#if canImport(Glibc)
+import Dispatch
+import ExclusionShims
+import ExclusionTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Exclusion
+
+/// The lock under every `Exclusive` on Linux, `exclusion_lock`: it lets one thread in at a time,
+/// it never leaves a thread asleep while the lock is free, and its timed wait gives up cleanly.
+/// Each property is shown to fail on a broken variant.
+@Suite("Lock", .timeLimit(.minutes(5)))
+struct LockTests {
+    @Test func oneThreadAtATimeHoldsTheLock() async {
+        #expect(await lostUpdates(taking: { $0.lock() }, releasing: { $0.unlock() }) == 0)
+    }
+
+    @Test func aVariantThatDoesNotWaitLetsTwoThreadsIn() async {
+        await withKnownIssue("a thread that finds the lock taken goes in anyway") {
+            #expect(await lostUpdates(taking: { _ = $0.tryLock() }, releasing: { $0.unlock() }) == 0)
+        }
+    }
+
+    @Test func aReleaseWakesTheThreadThatSleepsOnTheLock() async {
+        #expect(await sleepersWake(releasing: { $0.unlock() }, patience: .seconds(30)))
+    }
+
+    @Test func aVariantThatReleasesWithoutWakingLeavesASleeperAsleep() async {
+        await withKnownIssue("the sleeper is never woken while nobody takes the lock again") {
+            #expect(
+                await sleepersWake(
+                    releasing: { exclusion_lock_test_release_silently($0._handle) }, patience: .milliseconds(200)))
+        }
+    }
+
+    @Test func threadsThatSleepOnTheLockOverAndOverAllFinish() async {
+        // Four threads on two cores, holding the lock for microseconds: they go to sleep on it
+        // and are woken thousands of times. A lost wake-up leaves one asleep for good.
+        let lock = _Lock()
+        defer { lock.destroy() }
+        let finished = Atomic<Int>(0)
+        for _ in 0..<4 {
+            onNewThread {
+                for _ in 0..<2_000 {
+                    lock.lock()
+                    let until = DispatchTime.now().uptimeNanoseconds + 2_000
+                    while DispatchTime.now().uptimeNanoseconds < until { exclusion_spin_hint() }
+                    lock.unlock()
+                }
+                finished.add(1, ordering: .sequentiallyConsistent)
+            }
+        }
+        #expect(await eventually { finished.load(ordering: .sequentiallyConsistent) == 4 })
+    }
+
+    @Test func aTimedWaitGivesUpAndLeavesNoSleeperBehind() async {
+        let lock = _Lock()
+        defer { lock.destroy() }
+        lock.lock()
+        let took = await onItsOwnThread { lock.lockExclusive(waitingAtMost: .milliseconds(20)) }
+        #expect(!took)
+        #expect(exclusion_lock_sleepers(lock._handle) == 0)
+        lock.unlock()
+        #expect(lock.tryLock())  // the lock is free, and nobody else holds it
+        lock.unlock()
+    }
+
+    @Test func aTimedWaitTakesTheLockWhenItIsGivenBackInTime() async {
+        let lock = _Lock()
+        defer { lock.destroy() }
+        lock.lock()
+        let waiting = Flag()
+        async let took = onItsOwnThread {
+            waiting.raise()
+            let took = lock.lockExclusive(waitingAtMost: .seconds(60))
+            if took { lock.unlock() }
+            return took
+        }
+        // Released once the waiter sleeps on the lock (it counts itself first), so the wake-up is tested.
+        #expect(waiting.wait())
+        #expect(spin(until: { exclusion_lock_sleepers(lock._handle) == 1 }))
+        lock.unlock()
+        #expect(await took)
+        #expect(exclusion_lock_sleepers(lock._handle) == 0)
+    }
+
+    @Test func withoutMembarrierTheLockStillExcludesAndWakes() async {
+        // The symmetric protocol, for kernels or sandboxes without `membarrier`, in a process of
+        // its own: the switch has to happen before any lock is used.
+        await #expect(processExitsWith: .success) {
+            exclusion_lock_test_use_fallback()
+            let excludes = await lostUpdates(taking: { $0.lock() }, releasing: { $0.unlock() }) == 0
+            let wakes = await sleepersWake(releasing: { $0.unlock() }, patience: .seconds(30))
+            exit(excludes && wakes ? EXIT_SUCCESS : EXIT_FAILURE)
+        }
+    }
+}
+
+/// A counter that the threads of `lostUpdates` change by a load and, a little later, a store, not
+/// atomically: two threads inside at once lose increments. Its atomics keep ThreadSanitizer quiet
+/// about the broken variant, which races on purpose.
+private final class Tally: Sendable {
+    let value = Atomic<Int>(0)
+
+    func increment() {
+        let old = value.load(ordering: .relaxed)
+        for _ in 0..<8 { exclusion_spin_hint() }  // widens the window a second thread would hit
+        value.store(old + 1, ordering: .relaxed)
+    }
+}
+
+/// Four threads increment a counter 100,000 times each, inside `taking` and `releasing`; how many
+/// increments got lost.
+private func lostUpdates(
+    taking: @escaping @Sendable (_Lock) -> Void, releasing: @escaping @Sendable (_Lock) -> Void
+) async -> Int {
+    let lock = _Lock()
+    defer { lock.destroy() }
+    let tally = Tally()
+    let threads = 4
+    let increments = 100_000
+    await onThreads(threads) { _ in
+        for _ in 0..<increments {
+            taking(lock)
+            tally.increment()
+            releasing(lock)
+        }
+    }
+    return threads * increments - tally.value.load(ordering: .relaxed)
+}
+
+/// Rounds in which a waiter thread blocks on a held lock and the holder gives it back after a
+/// random delay of up to 50 µs (so the waiter may still be spinning, about to sleep, or asleep),
+/// then waits up to `patience` for the waiter to get in without touching the lock again. Whether
+/// every round's waiter got in; stops at the first that didn't, after waking it properly.
+private func sleepersWake(releasing: @escaping @Sendable (_Lock) -> Void, patience: Duration) async -> Bool {
+    let lock = _Lock()
+    defer { lock.destroy() }
+    let rounds = 300
+    let started = Atomic<Int>(0)  // the round the waiter has started
+    let got = Atomic<Int>(0)  // the round in which the waiter held the lock
+    let go = Atomic<Int>(0)  // the round the holder has begun; -1 to stop
+    let missed = Atomic<Bool>(false)
+    await onThreads(2) { index in
+        if index == 0 {
+            var random = SystemRandomNumberGenerator()
+            for round in 1...rounds {
+                lock.lock()
+                go.store(round, ordering: .sequentiallyConsistent)
+                _ = spin(until: { started.load(ordering: .sequentiallyConsistent) == round })
+                let until = DispatchTime.now().uptimeNanoseconds + UInt64.random(in: 0..<50_000, using: &random)
+                while DispatchTime.now().uptimeNanoseconds < until { exclusion_spin_hint() }
+                releasing(lock)
+                if !spin(until: { got.load(ordering: .sequentiallyConsistent) == round }, timeout: patience) {
+                    missed.store(true, ordering: .sequentiallyConsistent)
+                    lock.lock()  // a real release wakes the waiter, so that its thread ends
+                    lock.unlock()
+                    _ = spin(until: { got.load(ordering: .sequentiallyConsistent) == round })
+                    break
+                }
+            }
+            go.store(-1, ordering: .sequentiallyConsistent)
+        } else {
+            var round = 0
+            while true {
+                _ = spin(until: { go.load(ordering: .sequentiallyConsistent) != round })
+                round = go.load(ordering: .sequentiallyConsistent)
+                if round < 0 { break }
+                started.store(round, ordering: .sequentiallyConsistent)
+                lock.lock()
+                lock.unlock()
+                got.store(round, ordering: .sequentiallyConsistent)
+            }
+        }
+    }
+    return !missed.load(ordering: .sequentiallyConsistent)
+}
+#endif
