@@ -1,4 +1,4 @@
-#if canImport(Glibc)
+#if os(Linux)
 import Dispatch
 import ExclusionShims
 import ExclusionTestSupport
@@ -71,18 +71,19 @@ struct LockTests {
         let lock = _Lock()
         defer { lock.destroy() }
         lock.lock()
-        let waiting = Flag()
-        async let took = onItsOwnThread {
-            waiting.raise()
+        let result = Recorder<Bool>()
+        let finished = Countdown(1)
+        onNewThread {
             let took = lock.lockExclusive(waitingAtMost: .seconds(60))
             if took { lock.unlock() }
-            return took
+            result.record(took)
+            finished.arrive()
         }
         // Released once the waiter sleeps on the lock (it counts itself first), so the wake-up is tested.
-        #expect(waiting.wait())
-        #expect(spin(until: { exclusion_lock_sleepers(lock._handle) == 1 }))
+        #expect(await eventually { exclusion_lock_sleepers(lock._handle) == 1 })
         lock.unlock()
-        #expect(await took)
+        await finished.wait()
+        #expect(result.values == [true])
         #expect(exclusion_lock_sleepers(lock._handle) == 0)
     }
 
