@@ -18,7 +18,6 @@ exclusion_thread_record *exclusion_current_thread_slow(void) {
 
 #if defined(__linux__)
 
-#include <errno.h>
 #include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <sys/syscall.h>

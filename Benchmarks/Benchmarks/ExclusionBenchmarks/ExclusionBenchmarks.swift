@@ -87,7 +87,7 @@ let benchmarks: @Sendable () -> Void = {
         onThreads(2) { _ in for _ in 0..<each { counter.increment() } }
     }
 
-    // Contention with work in the body, where waiters have to sleep: 10,000 accesses per
+    // Contention with work in the body, where waiters spin and sleep: 10,000 accesses per
     // iteration, split over the threads, each doing `rounds` of arithmetic inside the access and
     // `outside` rounds between accesses (about a nanosecond a round).
     for (threads, rounds, outside, name) in [

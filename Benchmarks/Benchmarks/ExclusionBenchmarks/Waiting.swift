@@ -187,8 +187,8 @@ final class ConditionWakeUp: WakeUp, @unchecked Sendable {
 /// body starts.
 ///
 /// With `settle`, the change comes that long after the waiter said it waits, so that it is asleep
-/// by then in either design (an `Exclusive` waiter yields and checks again a few times, for a few
-/// microseconds, before it sleeps); without it, the change comes at once, as in a busy queue.
+/// by then in either design (an `Exclusive` waiter spins and checks again for about a microsecond
+/// before it sleeps); without it, the change comes at once, as in a busy queue.
 final class WakeUpRig<Design: WakeUp>: @unchecked Sendable {
     // @unchecked: `round` is only touched by the benchmark's thread.
     private let design: Design

@@ -82,7 +82,6 @@ static inline void exclusion_spin_hint(void) {
 #endif
 }
 
-
 // MARK: - The lock
 
 #if defined(__linux__)
