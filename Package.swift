@@ -65,7 +65,10 @@ let package = Package(
         .target(name: "ToolTesting", path: "Tests/ToolTesting"),
         // Threads started together, flags, barriers: one copy for every test target.
         .target(name: "ExclusionTestSupport", dependencies: ["Exclusion"], path: "Tests/ExclusionTestSupport"),
-        .testTarget(name: "ExclusionTests", dependencies: ["Exclusion", "ExclusionTestSupport"]),
+        // What the lock's tests read about a lock, and its broken variant, out of the shipped header.
+        .target(name: "ExclusionLockTesting", dependencies: ["ExclusionShims"], path: "Tests/ExclusionLockTesting"),
+        .testTarget(
+            name: "ExclusionTests", dependencies: ["Exclusion", "ExclusionTestSupport", "ExclusionLockTesting"]),
         .testTarget(
             name: "BankingTests",
             dependencies: [

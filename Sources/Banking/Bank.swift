@@ -46,9 +46,9 @@ public final class Bank: Sendable {
         case eachChange = "each-change"
         /// One ``Bank/accountsDidChangeNotification`` per batch: every change committed since the
         /// previous batch was taken, in commit order. The same information in far fewer posts, which
-        /// matters because a post costs more than a commit: about 1.1 µs through
-        /// `NotificationCenter` on Linux, against about 0.14 µs for a transfer. Batches are as large as
-        /// the backlog the announcer finds, so they grow when committers outpace it.
+        /// matters because a post through `NotificationCenter` costs several times what a commit
+        /// does (the Bank rows of `Benchmarks/` measure both). Batches are as large as the backlog
+        /// the announcer finds, so they grow when committers outpace it.
         case batched
     }
 

@@ -20,13 +20,14 @@ extension Exclusive {
     /// - Parameters:
     ///   - condition: Whether `body` may run. It runs with the state held, on whichever thread
     ///     holds it, so it must be quick and must not touch any instance of this library.
-    ///   - timeout: How long to wait at the most; `nil`, the default, waits for ever.
+    ///   - timeout: How long to wait at the most, whatever for: for other accesses to let go of the
+    ///     state, or for `condition` to hold. `nil`, the default, waits for ever.
     ///   - body: Reads or changes the state. Changes made before a throw stay.
     ///   - file: Where the call is, for the lock-order check's message; leave the default.
     ///   - line: The line of the call, likewise.
     /// - Returns: What `body` returns.
-    /// - Throws: ``TimeoutError`` if `condition` didn't hold within `timeout` (and `body` didn't
-    ///   run), or what `body` throws.
+    /// - Throws: ``TimeoutError`` past `timeout` (and `body` didn't run; its ``TimeoutError/cause``
+    ///   says what it was still waiting for), or what `body` throws.
     /// - Warning: Waiting for one instance while inside another is checked like any nested access.
     @inlinable
     public func access<R>(
@@ -35,7 +36,8 @@ extension Exclusive {
     ) throws -> sending R {
         let thread = _CurrentThread()
         _engine.checkNesting(thread, attempting: "access(when:)", file: file, line: line)
-        let outbox = try _engine.lockExclusively(thread, when: condition, timeout: timeout, file: file, line: line)
+        let outbox = try _engine.lockExclusively(
+            thread, when: condition, limit: timeout.map(_TimeLimit.init), file: file, line: line)
         defer { _engine.unlockExclusively(thread, outbox) }
         return try body(&_engine._state.pointee)
     }
@@ -53,7 +55,7 @@ extension Exclusive {
     ///
     /// - Parameters:
     ///   - condition: Whether `body` may run; see the synchronous form.
-    ///   - timeout: How long to wait at the most; `nil`, the default, waits for ever.
+    ///   - timeout: How long to wait at the most, whatever for; `nil`, the default, waits for ever.
     ///   - body: Reads or changes the state. Changes made before a throw stay.
     /// - Returns: What `body` returns.
     /// - Throws: ``TimeoutError`` past `timeout`, `CancellationError` if the task was cancelled
@@ -77,7 +79,7 @@ extension Exclusive {
     ///
     /// - Parameters:
     ///   - condition: Whether `body` may run; see the synchronous form.
-    ///   - timeout: How long to wait at the most; `nil`, the default, waits for ever.
+    ///   - timeout: How long to wait at the most, whatever for; `nil`, the default, waits for ever.
     ///   - body: Reads or changes the state and returns a result. Changes made before a throw stay.
     ///   - queue: Where `completion` runs; the main queue unless you pick another.
     ///   - completion: Receives what `body` returned or threw, or ``TimeoutError`` past `timeout`.
@@ -88,7 +90,7 @@ extension Exclusive {
         _ body: @escaping @Sendable (inout sending State) throws -> R, deliverOn queue: DispatchQueue = .main,
         completion: @escaping @Sendable (Result<R, any Error>) -> Void
     ) {
-        _engine.submit(when: condition, timeout: timeout, body, deliverOn: queue, completion: completion)
+        _engine.submitExclusive(when: condition, timeout: timeout, body, deliverOn: queue, completion: completion)
     }
 
     /// Runs `body` with exclusive access to the state if nothing else holds it right now, and

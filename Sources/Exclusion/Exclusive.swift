@@ -38,9 +38,10 @@ public final class Exclusive<State>: Sendable {
         _engine = _Engine(initialState, kind: "Exclusive", label: label)
     }
 
-    /// An instance whose waiting has the given bugs, for tests that must show they catch them.
-    init(_ initialState: sending State, label: String, faults: _WaitFaults) {
-        _engine = _Engine(initialState, kind: "Exclusive", label: label, faults: faults)
+    /// An instance whose waiters wait in `waitList`: for tests, which plant bugs in it to show that
+    /// they catch them.
+    init(_ initialState: sending State, label: String, waitList: _WaitList<State>) {
+        _engine = _Engine(initialState, kind: "Exclusive", label: label, waitList: waitList)
     }
 
     /// The name of this instance, shown in re-entrancy messages.
@@ -137,7 +138,7 @@ extension Exclusive {
     /// - Parameter body: Changes the state. It runs on a thread of the instance's choosing.
     @inlinable
     public func accessAsync(_ body: @escaping @Sendable (inout sending State) -> Void) {
-        _engine.submit(body)
+        _engine.submitExclusive(body)
     }
 
     /// Runs `body` with exclusive access to the state later, and delivers its result on `queue`.
@@ -159,7 +160,7 @@ extension Exclusive {
         _ body: @escaping @Sendable (inout sending State) throws -> R,
         completion: @escaping @Sendable (Result<R, any Error>) -> Void
     ) {
-        _engine.submitWrite(deliverOn: queue, body, completion: completion)
+        _engine.submitExclusive(deliverOn: queue, body, completion: completion)
     }
 
     /// Runs `body` with exclusive access to the state, suspending instead of blocking while

@@ -15,19 +15,22 @@ extension ReadersWriter {
     /// - Parameters:
     ///   - condition: Whether `body` may run. It runs with the state held, on whichever thread
     ///     holds it, so it must be quick and must not touch any instance of this library.
-    ///   - timeout: How long to wait at the most; `nil`, the default, waits for ever.
+    ///   - timeout: How long to wait at the most, whatever for: for other accesses to let go of the
+    ///     state, or for `condition` to hold. `nil`, the default, waits for ever.
     ///   - body: Reads the state, which it receives as a value.
     ///   - file: Where the call is, for the lock-order check's message; leave the default.
     ///   - line: The line of the call, likewise.
     /// - Returns: What `body` returns.
-    /// - Throws: ``TimeoutError`` past `timeout` (and `body` didn't run), or what `body` throws.
+    /// - Throws: ``TimeoutError`` past `timeout` (and `body` didn't run; its ``TimeoutError/cause``
+    ///   says what it was still waiting for), or what `body` throws.
     public func read<R>(
         when condition: @Sendable (State) -> Bool, timeout: Duration? = nil, _ body: (State) throws -> R,
         file: StaticString = #fileID, line: UInt = #line
     ) throws -> R {
         let thread = _CurrentThread()
         _engine.checkNesting(thread, attempting: "read(when:)", file: file, line: line)
-        return try _engine.read(thread, when: condition, timeout: timeout, file: file, line: line, body)
+        return try _engine.shared(
+            thread, when: condition, limit: timeout.map(_TimeLimit.init), file: file, line: line, body)
     }
 
     /// Runs `body` with exclusive access to the state once `condition` holds, blocking the calling
@@ -39,12 +42,14 @@ extension ReadersWriter {
     ///
     /// - Parameters:
     ///   - condition: Whether `body` may run; see ``read(when:timeout:_:file:line:)``.
-    ///   - timeout: How long to wait at the most; `nil`, the default, waits for ever.
+    ///   - timeout: How long to wait at the most, whatever for: for other accesses to let go of the
+    ///     state, or for `condition` to hold. `nil`, the default, waits for ever.
     ///   - body: Reads or changes the state. Changes made before a throw stay.
     ///   - file: Where the call is, for the lock-order check's message; leave the default.
     ///   - line: The line of the call, likewise.
     /// - Returns: What `body` returns.
-    /// - Throws: ``TimeoutError`` past `timeout` (and `body` didn't run), or what `body` throws.
+    /// - Throws: ``TimeoutError`` past `timeout` (and `body` didn't run; its ``TimeoutError/cause``
+    ///   says what it was still waiting for), or what `body` throws.
     @inlinable
     public func write<R>(
         when condition: @Sendable (State) -> Bool, timeout: Duration? = nil, _ body: (inout State) throws -> R,
@@ -52,7 +57,8 @@ extension ReadersWriter {
     ) throws -> R {
         let thread = _CurrentThread()
         _engine.checkNesting(thread, attempting: "write(when:)", file: file, line: line)
-        let outbox = try _engine.lockExclusively(thread, when: condition, timeout: timeout, file: file, line: line)
+        let outbox = try _engine.lockExclusively(
+            thread, when: condition, limit: timeout.map(_TimeLimit.init), file: file, line: line)
         defer { _engine.unlockExclusively(thread, outbox) }
         return try body(&_engine._state.pointee)
     }
@@ -70,7 +76,7 @@ extension ReadersWriter {
     public func readIfAvailable<R, E: Error>(_ body: (State) throws(E) -> R) throws(E) -> R? {
         let thread = _CurrentThread()
         _engine.checkNotInside(thread, attempting: "readIfAvailable")
-        return try _engine.readIfAvailable(thread, body)
+        return try _engine.sharedIfAvailable(thread, body)
     }
 
     /// Runs `body` with exclusive access to the state if nothing holds it right now, and returns
@@ -101,7 +107,8 @@ extension ReadersWriter where State: Sendable {
     ///
     /// - Parameters:
     ///   - condition: Whether `body` may run; see ``read(when:timeout:_:file:line:)``.
-    ///   - timeout: How long to wait at the most; `nil`, the default, waits for ever.
+    ///   - timeout: How long to wait at the most, whatever for: for other accesses to let go of the
+    ///     state, or for `condition` to hold. `nil`, the default, waits for ever.
     ///   - body: Reads the state, which it receives as a value.
     /// - Returns: What `body` returns.
     /// - Throws: ``TimeoutError`` past `timeout`, `CancellationError` if the task was cancelled
@@ -120,7 +127,8 @@ extension ReadersWriter where State: Sendable {
     ///
     /// - Parameters:
     ///   - condition: Whether `body` may run; see ``read(when:timeout:_:file:line:)``.
-    ///   - timeout: How long to wait at the most; `nil`, the default, waits for ever.
+    ///   - timeout: How long to wait at the most, whatever for: for other accesses to let go of the
+    ///     state, or for `condition` to hold. `nil`, the default, waits for ever.
     ///   - body: Reads or changes the state. Changes made before a throw stay.
     /// - Returns: What `body` returns.
     /// - Throws: ``TimeoutError`` past `timeout`, `CancellationError` if the task was cancelled

@@ -39,9 +39,10 @@ public final class ReadersWriter<State> {
         _engine = _Engine(initialState, kind: "ReadersWriter", label: label)
     }
 
-    /// An instance whose waiting has the given bugs, for tests that must show they catch them.
-    init(_ initialState: sending State, label: String, faults: _WaitFaults) {
-        _engine = _Engine(initialState, kind: "ReadersWriter", label: label, faults: faults)
+    /// An instance whose waiters wait in `waitList`: for tests, which plant bugs in it to show that
+    /// they catch them.
+    init(_ initialState: sending State, label: String, waitList: _WaitList<State>) {
+        _engine = _Engine(initialState, kind: "ReadersWriter", label: label, waitList: waitList)
     }
 
     /// The name of this instance, shown in re-entrancy messages.
@@ -143,7 +144,7 @@ extension ReadersWriter where State: Sendable {
         _ body: @escaping @Sendable (State) throws -> R,
         completion: @escaping @Sendable (Result<R, any Error>) -> Void
     ) {
-        _engine.submitRead(deliverOn: queue, body, completion: completion)
+        _engine.submitShared(deliverOn: queue, body, completion: completion)
     }
 
     /// Runs `body` with exclusive access to the state later, and returns at once.
@@ -155,7 +156,7 @@ extension ReadersWriter where State: Sendable {
     /// ```
     @inlinable
     public func writeAsync(_ body: @escaping @Sendable (inout State) -> Void) {
-        _engine.submit(body)
+        _engine.submitExclusive(body)
     }
 
     /// Runs `body` with exclusive access to the state later, and delivers its result on `queue`.
@@ -170,7 +171,7 @@ extension ReadersWriter where State: Sendable {
         _ body: @escaping @Sendable (inout State) throws -> R,
         completion: @escaping @Sendable (Result<R, any Error>) -> Void
     ) {
-        _engine.submitWrite(deliverOn: queue, body, completion: completion)
+        _engine.submitExclusive(deliverOn: queue, body, completion: completion)
     }
 
     /// Runs `body` with shared access to the state, suspending instead of blocking while a write

@@ -106,7 +106,8 @@ private func timeoutExample(_ jobs: Exclusive<[String]>, run: (String) -> Void) 
         let job = try jobs.access(when: { !$0.isEmpty }, timeout: .milliseconds(200)) { $0.removeFirst() }
         run(job)
     } catch let error as TimeoutError {
-        printed = "\(error)"  // Exclusion: waited 0.2 seconds on "jobs", and its condition never held.
+        // Exclusion: waited 0.2 seconds on "jobs", and its condition was false each time it looked.
+        printed = "\(error)"
     }
     return printed
 }
@@ -152,7 +153,8 @@ struct ExamplesTests {
         #expect(throws: TimeoutError.self) { try takeASlot(slots) }
 
         let printed = try timeoutExample(Exclusive([String](), label: "jobs")) { _ in }
-        #expect(printed == "Exclusion: waited 0.2 seconds on \"jobs\", and its condition never held.")
+        #expect(
+            printed == "Exclusion: waited 0.2 seconds on \"jobs\", and its condition was false each time it looked.")
     }
 
     @Test func theExclusiveExample() async {

@@ -1,5 +1,6 @@
 #if os(Linux)
 import Dispatch
+import ExclusionLockTesting
 import ExclusionShims
 import ExclusionTestSupport
 import Foundation
@@ -9,8 +10,10 @@ import Testing
 @testable import Exclusion
 
 /// The lock under every `Exclusive` on Linux, `exclusion_lock`: it lets one thread in at a time,
-/// it never leaves a thread asleep while the lock is free, and its timed wait gives up cleanly.
-/// Each property is shown to fail on a broken variant.
+/// it never leaves a thread asleep while the lock is free, its timed wait gives up cleanly, and it
+/// fences once per contention episode. Each safety property is shown to fail on a broken variant.
+/// The protocol's model and a stress test timed to the race the fence exists for are in
+/// `Verification/`, where the planted bugs these tests can't see are caught.
 @Suite("Lock", .timeLimit(.minutes(5)))
 struct LockTests {
     @Test func oneThreadAtATimeHoldsTheLock() async {
@@ -31,7 +34,7 @@ struct LockTests {
         await withKnownIssue("the sleeper is never woken while nobody takes the lock again") {
             #expect(
                 await sleepersWake(
-                    releasing: { exclusion_lock_test_release_silently($0._handle) }, patience: .milliseconds(200)))
+                    releasing: { exclusion_lock_testing_release_silently($0._handle) }, patience: .milliseconds(200)))
         }
     }
 
@@ -59,9 +62,9 @@ struct LockTests {
         let lock = _Lock()
         defer { lock.destroy() }
         lock.lock()
-        let took = await onItsOwnThread { lock.lockExclusive(waitingAtMost: .milliseconds(20)) }
+        let took = await onItsOwnThread { lock.lock(before: _Deadline(after: .milliseconds(20))) }
         #expect(!took)
-        #expect(exclusion_lock_sleepers(lock._handle) == 0)
+        #expect(exclusion_lock_testing_waiters(lock._handle) == 0)
         lock.unlock()
         #expect(lock.tryLock())  // the lock is free, and nobody else holds it
         lock.unlock()
@@ -74,27 +77,61 @@ struct LockTests {
         let result = Recorder<Bool>()
         let finished = Countdown(1)
         onNewThread {
-            let took = lock.lockExclusive(waitingAtMost: .seconds(60))
+            let took = lock.lock(before: _Deadline(after: .seconds(60)))
             if took { lock.unlock() }
             result.record(took)
             finished.arrive()
         }
         // Released once the waiter sleeps on the lock (it counts itself first), so the wake-up is tested.
-        #expect(await eventually { exclusion_lock_sleepers(lock._handle) == 1 })
+        #expect(await eventually { exclusion_lock_testing_waiters(lock._handle) == 1 })
         lock.unlock()
         await finished.wait()
         #expect(result.values == [true])
-        #expect(exclusion_lock_sleepers(lock._handle) == 0)
+        #expect(exclusion_lock_testing_waiters(lock._handle) == 0)
+    }
+
+    @Test func aContentionEpisodeIsFencedOnceAndEndsWhenTheLockIsQuiet() async throws {
+        try #require(exclusion_lock_testing_is_fenced() != 0, "membarrier is not used on this machine")
+        // In a process of its own, so that no other test's lock fences meanwhile.
+        await #expect(processExitsWith: .success) {
+            let lock = _Lock()
+            lock.lock()
+            let finished = Countdown(2)
+            let fencesBefore = exclusion_lock_fences()
+            var sleeping = true
+            for sleepers in 1...2 {
+                onNewThread {
+                    lock.lock()
+                    lock.unlock()
+                    finished.arrive()
+                }
+                sleeping = await eventually { exclusion_lock_testing_waiters(lock._handle) == sleepers } && sleeping
+            }
+            let fencedOnce = exclusion_lock_fences() - fencesBefore == 1
+            lock.unlock()
+            await finished.wait()
+            // Releases take the slow path until enough of them found nobody waiting.
+            let lasts = exclusion_lock_testing_in_episode(lock._handle) != 0
+            for _ in 0..<EXCLUSION_LOCK_QUIET_RELEASES {
+                lock.lock()
+                lock.unlock()
+            }
+            let ends = exclusion_lock_testing_in_episode(lock._handle) == 0
+            exit(sleeping && fencedOnce && lasts && ends ? EXIT_SUCCESS : EXIT_FAILURE)
+        }
     }
 
     @Test func withoutMembarrierTheLockStillExcludesAndWakes() async {
-        // The symmetric protocol, for kernels or sandboxes without `membarrier`, in a process of
-        // its own: the switch has to happen before any lock is used.
+        // The symmetric protocol, for kernels or sandboxes without `membarrier` and for processors
+        // other than x86-64, in a process of its own: the switch has to happen before any lock is
+        // used. That the symmetric protocol is the one running is checked: no lock fences.
         await #expect(processExitsWith: .success) {
-            exclusion_lock_test_use_fallback()
+            exclusion_lock_testing_use_symmetric_protocol()
+            let fencesBefore = exclusion_lock_fences()
             let excludes = await lostUpdates(taking: { $0.lock() }, releasing: { $0.unlock() }) == 0
             let wakes = await sleepersWake(releasing: { $0.unlock() }, patience: .seconds(30))
-            exit(excludes && wakes ? EXIT_SUCCESS : EXIT_FAILURE)
+            let symmetric = exclusion_lock_testing_is_fenced() == 0 && exclusion_lock_fences() == fencesBefore
+            exit(excludes && wakes && symmetric ? EXIT_SUCCESS : EXIT_FAILURE)
         }
     }
 }

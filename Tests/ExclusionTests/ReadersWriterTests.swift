@@ -212,6 +212,17 @@ struct ReadersWriterTests {
         #expect(await starvationScenario(RealReadersWriter()) == ["writer", "second reader"])
     }
 
+    @Test func aWriteWhoseLongWaitIsReportedKeepsItsPlace() async {
+        // The stuck-wait report comes while the writer waits for the first read; the writer must
+        // not let go of its place to report it, or the second read gets in first. In a process of
+        // its own, which reads the threshold when it makes its first instance.
+        await #expect(processExitsWith: .success) {
+            setenv("EXCLUSION_STUCK_WAIT_SECONDS", "0.01", 1)
+            let order = await starvationScenario(RealReadersWriter())
+            exit(order == ["writer", "second reader"] ? EXIT_SUCCESS : EXIT_FAILURE)
+        }
+    }
+
     @Test func theStarvationTestCatchesAReaderPreferringLock() async {
         #expect(await starvationScenario(ReaderPreferringLock()) == ["second reader", "writer"])
     }

@@ -1,17 +1,12 @@
 import Dispatch
+import ExclusionShims
 import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Work submitted for later, waiting its turn at an instance's state.
 ///
 /// The queue is the semantics, not the mechanism: jobs wait here in submission order and run with
-/// the state held, either in a *drain* dispatched to a global queue or on the thread of the
-/// next synchronous access, which first runs everything submitted before it. That second rule is
+/// the state held, either in a *drain* dispatched to the instance's drain queue or on the thread
+/// of the next synchronous access, which first runs everything submitted before it. That second rule is
 /// what makes a thread's work run in the order it submitted it, sync and async alike, while a
 /// synchronous access with nothing pending costs no more than a lock.
 ///
@@ -23,20 +18,21 @@ import Darwin
 /// `Body` is the owner's plain closure type, stored without wrapping; the owner says how to apply it.
 @usableFromInline
 final class _Backlog<Body>: @unchecked Sendable {
-    // @unchecked: _jobs and _drainScheduled are only touched while _lock is held; _spare only by
-    // the consumer, which holds the instance's state exclusively; _hasJobs is atomic.
+    // @unchecked: _jobs, _drainScheduled and _drainQueue are only touched while _lock is held;
+    // _spare only by the consumer, which holds the instance's state exclusively; _hasJobs is atomic.
 
     @usableFromInline
     enum Job {
-        /// The owner's plain closure, which writes, applied to the state by the owner.
+        /// The owner's plain closure, which needs the state exclusively, applied to it by the owner.
         case plain(Body)
-        /// Anything else: runs itself, and may deliver results once the state is released.
-        case closure(isRead: Bool, @Sendable (inout Outbox) -> Void)
+        /// Anything else: runs itself, and may deliver results once the state is released. Shared
+        /// jobs only read, and may run together.
+        case closure(isShared: Bool, @Sendable (inout Outbox) -> Void)
 
-        var isRead: Bool {
+        var isShared: Bool {
             switch self {
             case .plain: false
-            case .closure(let isRead, _): isRead
+            case .closure(let isShared, _): isShared
             }
         }
     }
@@ -44,6 +40,12 @@ final class _Backlog<Body>: @unchecked Sendable {
     private let _lock = _SpinLock()
     private var _jobs: [Job] = []
     private var _drainScheduled = false
+    /// Where drains run, made when the first one is scheduled. A serial queue of the instance's
+    /// own, not a global queue: a drain blocks while a synchronous access holds the state, and a
+    /// blocked serial queue gets a thread of its own, instead of taking one from the pool that Swift
+    /// concurrency and the rest of the program share (where a few blocked drains would stall every
+    /// task until the pool grows).
+    private var _drainQueue: DispatchQueue?
     @usableFromInline let _hasJobs = Atomic<Bool>(false)
     private var _spare: [Job] = []
 
@@ -72,15 +74,18 @@ final class _Backlog<Body>: @unchecked Sendable {
 
     // MARK: - Submitting
 
-    /// Adds a job; returns whether the caller must schedule a drain.
-    func submit(_ job: Job) -> Bool {
+    /// Adds a job; returns the queue on which the caller must schedule a drain, if it must.
+    func submit(_ job: Job, label: @autoclosure () -> String) -> DispatchQueue? {
         _lock.lock()
+        defer { _lock.unlock() }
         _jobs.append(job)
         if !_hasJobs.load(ordering: .relaxed) { _hasJobs.store(true, ordering: .relaxed) }
-        let mustSchedule = !_drainScheduled
+        guard !_drainScheduled else { return nil }
         _drainScheduled = true
-        _lock.unlock()
-        return mustSchedule
+        if let queue = _drainQueue { return queue }
+        let queue = DispatchQueue(label: "Exclusion: \(label())")
+        _drainQueue = queue
+        return queue
     }
 
     // MARK: - Consuming (with the state held)
@@ -97,11 +102,11 @@ final class _Backlog<Body>: @unchecked Sendable {
         _spare.removeAll(keepingCapacity: true)
     }
 
-    /// Runs the waiting jobs up to the first one that writes, oldest first; call with the state
-    /// held, shared or exclusively.
-    func runLeadingReads(_ deliveries: inout Outbox, apply: (Body) -> Void) {
+    /// Runs the waiting jobs up to the first one that needs the state exclusively, oldest first;
+    /// call with the state held, shared or exclusively.
+    func runLeadingShared(_ deliveries: inout Outbox, apply: (Body) -> Void) {
         _lock.lock()
-        let end = _jobs.firstIndex { !$0.isRead } ?? _jobs.endIndex
+        let end = _jobs.firstIndex { !$0.isShared } ?? _jobs.endIndex
         let batch = Array(_jobs[..<end])
         _jobs.removeFirst(end)
         _hasJobs.store(!_jobs.isEmpty, ordering: .relaxed)
@@ -117,20 +122,21 @@ final class _Backlog<Body>: @unchecked Sendable {
     }
 
     /// Whether the next job only reads, or nil if nothing is waiting.
-    func nextIsRead() -> Bool? {
+    func nextIsShared() -> Bool? {
         _lock.lock()
         defer { _lock.unlock() }
-        return _jobs.first?.isRead
+        return _jobs.first?.isShared
     }
 
     // MARK: - Draining
 
     /// Ends a drain if nothing is pending; returns false if the drain must go on.
     ///
-    /// Before ending, the drain lingers for a moment: a submitter that keeps submitting then finds
-    /// it still running, and doesn't pay for dispatching a new one each time.
+    /// Before ending, the drain lingers for the back-off's spin: a submitter that keeps submitting
+    /// then finds it still running, and doesn't pay for dispatching a new one each time.
     func finishDrain() -> Bool {
-        for _ in 0..<16 where !hasPending { sched_yield() }
+        var backoff = exclusion_backoff()
+        while !hasPending, exclusion_backoff_spin(&backoff) != 0 {}
         _lock.lock()
         defer { _lock.unlock() }
         guard _jobs.isEmpty else { return false }
@@ -139,18 +145,15 @@ final class _Backlog<Body>: @unchecked Sendable {
     }
 }
 
-/// A lock for critical sections of a few instructions: waiting spins briefly, then yields the CPU,
+/// A lock for critical sections of a few instructions: a waiter backs off (`exclusion_backoff`)
 /// instead of going to sleep in the kernel as a mutex does.
 struct _SpinLock: ~Copyable, Sendable {
     private let _locked = Atomic<Bool>(false)
 
     func lock() {
         while _locked.exchange(true, ordering: .acquiring) {
-            var spins = 0
-            while _locked.load(ordering: .relaxed) {
-                spins += 1
-                if spins > 64 { sched_yield() }
-            }
+            var backoff = exclusion_backoff()
+            while _locked.load(ordering: .relaxed) { exclusion_backoff_wait(&backoff) }
         }
     }
 

@@ -2,29 +2,29 @@ import Dispatch
 import ExclusionShims
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 // MARK: - Backing off for a granted waiter
 
 extension _Engine {
     /// Called with the lock just taken while the state is promised to a granted waiter: lets go
-    /// until that waiter has run. The waiter was woken already, so this lasts a thread wake-up.
+    /// until that waiter has run, then takes the lock again. The waiter was woken already, so this
+    /// lasts a thread wake-up. Returns false, not holding the lock, if `deadline` passed first.
     @usableFromInline
-    func _backOffForGrantee() {
+    func _backOffForGrantee(before deadline: _Deadline?) -> Bool {
         repeat {
             // Watch the promise without the lock, so that the grantee finds the lock free.
             _lock.unlockExclusive()
-            var spins = 0
+            var backoff = exclusion_backoff()
             while _waitList.isReserved {
-                spins += 1
-                if spins < 100 { sched_yield() } else { usleep(20) }
+                if let deadline, deadline.hasPassed { return false }
+                exclusion_backoff_wait(&backoff)
             }
-            _lock.lockExclusive()
+            if let deadline {
+                guard _lock.lockExclusive(before: deadline) else { return false }
+            } else {
+                _lock.lockExclusive()
+            }
         } while _waitList.isReserved
+        return true
     }
 }
 
@@ -32,119 +32,156 @@ extension _Engine {
 
 extension _Engine {
     /// Takes the state exclusively once `condition` holds, blocking the thread until then, and
-    /// returns the outbox for the access. Throws `TimeoutError` past `timeout`, not holding it.
+    /// returns the outbox for the access. Throws `TimeoutError` past `limit`, not holding it,
+    /// whatever it was waiting for: the lock, a granted waiter, or the condition.
     @inlinable
     func lockExclusively(
-        _ thread: _CurrentThread, when condition: @Sendable (State) -> Bool, timeout: Duration?,
+        _ thread: _CurrentThread, when condition: @Sendable (State) -> Bool, limit: _TimeLimit?,
         file: StaticString, line: UInt
     ) throws(TimeoutError) -> Outbox {
         // The entry is noted once the condition holds: until then, this access holds nothing.
-        let outbox = lockExclusively(thread, file: file, line: line, notingEntry: false)
+        let held: Outbox?
+        if let limit {
+            held = _lockExclusively(thread, before: limit.deadline, file: file, line: line)
+        } else {
+            held = lockExclusively(thread, file: file, line: line, notingEntry: false)
+        }
+        guard let outbox = held else { throw limit!.error(on: label, waitingFor: .stateHeld) }
         if condition(_state.pointee) {
             if _watchesWaits { _noteEntry(file: file, line: line) }
             return outbox
         }
-        return try _lockExclusivelyWaiting(thread, until: condition, timeout: timeout, file: file, line: line, outbox)
+        return try _lockExclusivelyWaiting(thread, until: condition, limit: limit, file: file, line: line, outbox)
     }
 
-    /// The rest of `lockExclusively(_:when:timeout:)` once the condition was false: out of line,
-    /// so that an access whose condition holds costs what a plain access does.
+    /// The rest of `lockExclusively(_:when:limit:file:line:)` once the condition was false: out of
+    /// line, so that an access whose condition holds costs what a plain access does.
     ///
-    /// Before it sleeps, the thread spins for about a microsecond, letting go of the state and
-    /// checking again between spins. Going to sleep and being woken costs several microseconds and
-    /// two trips through the scheduler, and the change a waiter needs is often a few instructions
-    /// away on another thread (a consumer that takes one item from a full queue): the bounded
-    /// queue benchmark takes 0.47× the time with two producers, 0.80× with one (`Benchmarks/ab.py`
-    /// against the engine without the spin). It spins with the processor's spin hint, not
-    /// `sched_yield`, and briefly: Linux wakes a thread that has just yielded or spun later, by
-    /// about the time it spent, so a waiter that does go to sleep pays for the spin when it is
-    /// woken (the "wake-up when asleep" benchmark: 5.3 → 6.6 µs). The checks happen before the
-    /// access joins the wait list, so they change nothing about the order in which waiters are
-    /// served.
+    /// Before it sleeps, the thread spins (the back-off's spin, `ExclusionShims.h`), letting go of
+    /// the state and checking again now and then. Going to sleep and being woken costs more than
+    /// the spin, and the change a waiter needs is often a few instructions away on another thread
+    /// (a consumer that takes one item from a full queue). Each check takes the lock, so the spin
+    /// looks only every `_spinHintsPerLook` hints, leaving the lock free for the thread it waits
+    /// for. The checks happen before the access joins the wait list, so they change nothing about
+    /// the order in which waiters are served.
     @usableFromInline
     func _lockExclusivelyWaiting(
-        _ thread: _CurrentThread, until condition: @Sendable (State) -> Bool, timeout: Duration?,
+        _ thread: _CurrentThread, until condition: @Sendable (State) -> Bool, limit: _TimeLimit?,
         file: StaticString, line: UInt, _ outbox: Outbox
     ) throws(TimeoutError) -> Outbox {
         var outbox = outbox
-        let spinUntil = DispatchTime.now().uptimeNanoseconds &+ Self._spinBeforeSleeping
-        repeat {
+        var backoff = exclusion_backoff()
+        while exclusion_backoff_spin_hints(&backoff, Self._spinHintsPerLook) != 0 {
             unlockExclusively(thread, outbox)
-            for _ in 0..<32 { exclusion_spin_hint() }
-            outbox = lockExclusively(thread, file: file, line: line, notingEntry: false)
+            guard let again = _lockExclusively(thread, before: limit?.deadline, file: file, line: line) else {
+                throw limit!.error(on: label, waitingFor: .stateHeld)
+            }
+            outbox = again
             if condition(_state.pointee) {
                 if _watchesWaits { _noteEntry(file: file, line: line) }
                 return outbox
             }
-        } while DispatchTime.now().uptimeNanoseconds < spinUntil
+        }
         let held = outbox
         let result: Result<Outbox, TimeoutError> = withoutActuallyEscaping(condition) { condition in
             Result { () throws(TimeoutError) -> Outbox in
-                try _block(thread, until: condition, timeout, file: file, line: line, held)
+                try _block(thread, until: condition, limit: limit, file: file, line: line, held)
             }
         }
         return try result.get()
     }
 
-    /// How long, in nanoseconds, a blocked wait spins and checks again before it sleeps: 1 µs.
-    @usableFromInline static var _spinBeforeSleeping: UInt64 { 1_000 }
+    /// How many spin hints a blocked conditional wait gives between two looks at its condition.
+    @usableFromInline static var _spinHintsPerLook: UInt32 { UInt32(EXCLUSION_BACKOFF_SPINS / 4) }
 
+    /// Joins the wait list and sleeps until a release finds the condition true, then takes the
+    /// state back and checks again; waits again if another access took what it waited for.
     private func _block(
-        _ thread: _CurrentThread, until condition: @escaping @Sendable (State) -> Bool, _ timeout: Duration?,
+        _ thread: _CurrentThread, until condition: @escaping @Sendable (State) -> Bool, limit: _TimeLimit?,
         file: StaticString, line: UInt, _ outbox: Outbox
     ) throws(TimeoutError) -> Outbox {
         let waiter = _Waiter<State>(thread: condition)
-        let deadline = timeout.map { DispatchTime.now() + _dispatchInterval($0) }
         _waitList.enqueue(waiter)
         unlockExclusively(thread, outbox)
         let semaphore = waiter.semaphore!
         // Reported once if it lasts past the stuck-wait threshold, then waited for as asked.
-        var reportAt = _watchesWaits ? DispatchTime.now() + _dispatchInterval(_StuckWait.threshold!) : nil
+        var reportAt = _watchesWaits ? _Deadline(after: _StuckWait.threshold!) : nil
         while true {
-            if let stuck = reportAt, deadline.map({ stuck < $0 }) ?? true {
-                if semaphore.wait(timeout: stuck) == .timedOut {
+            if let stuck = reportAt, limit.map({ stuck < $0.deadline }) ?? true {
+                if semaphore.wait(timeout: stuck.dispatchTime) == .timedOut {
                     _reportStuck(waitingFor: "for its condition to hold, on", file: file, line: line)
                     reportAt = nil
                     continue
                 }
-            } else if let deadline {
-                if semaphore.wait(timeout: deadline) == .timedOut {
-                    if _waitList.timeOut(waiter) { throw TimeoutError(label: label, timeout: timeout!) }
+            } else if let limit {
+                if semaphore.wait(timeout: limit.deadline.dispatchTime) == .timedOut {
+                    if _waitList.timeOut(waiter) { throw limit.error(on: label, waitingFor: .conditionFalse) }
                     semaphore.wait()  // a wake-up was sent before the timeout took effect
                 }
             } else {
                 semaphore.wait()
             }
-            _lock.lockExclusive()
-            if !_waitList.takeGrant(waiter), _waitList.isReserved { _backOffForGrantee() }
-            let outbox = _enteredExclusively(thread)
-            if _waitList.faults.contains(.noRecheck) || condition(_state.pointee) {
+            guard let outbox = _retake(thread, waiter, before: limit?.deadline) else {
+                _giveUp(waiter)
+                throw limit!.error(on: label, waitingFor: .stateHeld)
+            }
+            if _waitList.stillHolds(condition, _state.pointee) {
                 _waitList.leave(waiter)
                 if _watchesWaits { _noteEntry(file: file, line: line) }
                 return outbox
             }
-            if let deadline, DispatchTime.now() >= deadline {
+            if let limit, limit.deadline.hasPassed {
                 _waitList.leave(waiter)
                 unlockExclusively(thread, outbox)
-                throw TimeoutError(label: label, timeout: timeout!)
+                throw limit.error(on: label, waitingFor: .conditionFalse)
             }
             _waitList.waitAgain(waiter)
             unlockExclusively(thread, outbox)
         }
     }
 
+    /// After a wake-up: takes the lock by `deadline` and, unless the state is promised to this
+    /// waiter, backs off for the waiter it is promised to; then enters. Nil, not holding the state,
+    /// if the deadline passed first.
+    private func _retake(_ thread: _CurrentThread, _ waiter: _Waiter<State>, before deadline: _Deadline?) -> Outbox? {
+        if let deadline {
+            guard _lock.lockExclusive(before: deadline) else { return nil }
+        } else {
+            _lock.lockExclusive()
+        }
+        if !_waitList.takeGrant(waiter), _waitList.isReserved, !_backOffForGrantee(before: deadline) { return nil }
+        return _enteredExclusively(thread)
+    }
+
+    /// A woken or granted waiter that couldn't take the state back in time leaves the line. The
+    /// release that woke it checked no other blocked thread (or promised the state to it), so an
+    /// empty exclusive access is queued, whose release checks the others in its place.
+    private func _giveUp(_ waiter: _Waiter<State>) {
+        _waitList.leave(waiter)
+        if _waitList.rechecksForAThreadThatGaveUp { _enqueue(.plain { _ in }) }
+    }
+
     /// Runs `body` with the state held shared once `condition` holds, blocking until then: shared
-    /// if it holds at once, otherwise exclusively once a write made it hold.
-    func read<R>(
-        _ thread: _CurrentThread, when condition: @Sendable (State) -> Bool, timeout: Duration?,
+    /// if it holds at once, otherwise exclusively once an exclusive access made it hold.
+    func shared<R>(
+        _ thread: _CurrentThread, when condition: @Sendable (State) -> Bool, limit: _TimeLimit?,
         file: StaticString, line: UInt, _ body: (State) throws -> R
     ) throws -> R {
         if !_backlog.hasPending {
-            let ticket = _lock.lockShared(thread: thread.index)
-            if condition(_state.pointee) { return try _read(thread, holding: ticket, body) }
+            let ticket: Lock.SharedTicket
+            if let limit {
+                guard let timed = _lock.lockShared(thread: thread.index, before: limit.deadline) else {
+                    throw limit.error(on: label, waitingFor: .stateHeld)
+                }
+                ticket = timed
+            } else {
+                ticket =
+                    _lock.lockSharedQuickly(thread: thread.index) ?? _lockSharedSlowly(thread, file: file, line: line)
+            }
+            if condition(_state.pointee) { return try _runShared(thread, holding: ticket, body) }
             _lock.unlockShared(ticket)
         }
-        let outbox = try lockExclusively(thread, when: condition, timeout: timeout, file: file, line: line)
+        let outbox = try lockExclusively(thread, when: condition, limit: limit, file: file, line: line)
         defer { unlockExclusively(thread, outbox) }
         return try body(_state.pointee)
     }
@@ -160,6 +197,7 @@ extension _Engine {
         attempting attempted: String, when condition: @Sendable (State) -> Bool, timeout: Duration?,
         _ body: @Sendable (inout sending State) throws -> R
     ) async throws -> R {
+        let limit = timeout.map(_TimeLimit.init)
         let thread = _CurrentThread()
         checkNotInside(thread, attempting: attempted)
         try Task.checkCancellation()
@@ -170,29 +208,31 @@ extension _Engine {
             }
             unlockExclusively(thread, outbox)
         }
-        return try await _awaitCondition(condition, timeout, body)
+        return try await _awaitCondition(condition, limit, body)
     }
 
     /// Runs `body` with the state held once `condition` holds, suspending until then: shared if it
-    /// holds at once, otherwise exclusively once a write made it hold. Throws as `awaitExclusively`.
+    /// holds at once, otherwise exclusively once an exclusive access made it hold. Throws as
+    /// `awaitExclusively`.
     nonisolated(nonsending) func awaitShared<R: Sendable>(
         attempting attempted: String, when condition: @Sendable (State) -> Bool, timeout: Duration?,
         _ body: @Sendable (State) throws -> R
     ) async throws -> R {
+        let limit = timeout.map(_TimeLimit.init)
         let thread = _CurrentThread()
         checkNotInside(thread, attempting: attempted)
         try Task.checkCancellation()
         if let ticket = tryLockShared(thread) {
-            if condition(_state.pointee) { return try _read(thread, holding: ticket, body) }
+            if condition(_state.pointee) { return try _runShared(thread, holding: ticket, body) }
             _lock.unlockShared(ticket)
         }
-        return try await _awaitCondition(condition, timeout) { (state: inout sending State) throws -> R in
+        return try await _awaitCondition(condition, limit) { (state: inout sending State) throws -> R in
             try body(state)
         }
     }
 
     nonisolated(nonsending) private func _awaitCondition<R: Sendable>(
-        _ condition: @Sendable (State) -> Bool, _ timeout: Duration?,
+        _ condition: @Sendable (State) -> Bool, _ limit: _TimeLimit?,
         _ body: @Sendable (inout sending State) throws -> R
     ) async throws -> R {
         let result: Result<R, any Error> = await withoutActuallyEscaping(condition) { condition in
@@ -211,13 +251,11 @@ extension _Engine {
                         if let failure {
                             continuation.resume(returning: .failure(failure))
                         } else {
-                            _submit(waiter, timeout: timeout)
+                            _enqueue(waiter, limit)
                         }
                     }
                 } onCancel: {
-                    if !_waitList.faults.contains(.forgetCancelled) {
-                        _waitList.abandon(waiter, with: CancellationError())
-                    }
+                    _waitList.cancel(waiter)
                 }
             }
         }
@@ -226,40 +264,40 @@ extension _Engine {
 
     /// Runs `body` with the state held exclusively once `condition` holds, later, and delivers its
     /// result on `queue`, or a `TimeoutError` past `timeout` without running it.
-    func submit<R: Sendable>(
+    func submitExclusive<R: Sendable>(
         when condition: @escaping @Sendable (State) -> Bool, timeout: Duration?,
         _ body: @escaping @Sendable (inout sending State) throws -> R, deliverOn queue: DispatchQueue,
         completion: @escaping @Sendable (Result<R, any Error>) -> Void
     ) {
+        let limit = timeout.map(_TimeLimit.init)
         let waiter = _Waiter<State>(job: condition)
         _ = _waitList.arm(
             waiter, run: _delivering(body, on: queue, to: completion),
             fail: { error in queue.async { completion(.failure(error)) } })
-        _submit(waiter, timeout: timeout)
+        _enqueue(waiter, limit)
     }
 
     /// Puts a set-up waiter in line: in its turn, with the state held exclusively, it runs if its
-    /// condition holds, and otherwise joins the wait list.
-    private func _submit(_ waiter: _Waiter<State>, timeout: Duration?) {
-        if let timeout {
-            _waitList.startTimer(for: waiter, after: timeout, error: TimeoutError(label: label, timeout: timeout))
-        }
-        _submit(
-            .closure(isRead: false) { deliveries in
+    /// condition holds, and otherwise joins the wait list. A timer abandons it at `limit`, wherever
+    /// it is by then.
+    private func _enqueue(_ waiter: _Waiter<State>, _ limit: _TimeLimit?) {
+        if let limit { _waitList.startTimer(for: waiter, limit, label: label) }
+        _enqueue(
+            .closure(isShared: false) { deliveries in
                 if let run = self._waitList.check(waiter, self._state) { run(&self._state.pointee, &deliveries) }
             })
     }
 }
 
-// MARK: - Reading without waiting
+// MARK: - Shared access without waiting
 
 extension _Engine {
-    /// Runs `body` with the state held shared if no write holds it or waits for it; nil otherwise.
-    /// Work submitted earlier counts as a write waiting: if there is some, the read runs after it
-    /// under exclusive access if that can be had at once.
+    /// Runs `body` with the state held shared if no exclusive access holds it or waits for it; nil
+    /// otherwise. Work submitted earlier counts as an exclusive access waiting: if there is some,
+    /// `body` runs after it under exclusive access if that can be had at once.
     @usableFromInline
-    func readIfAvailable<R, E: Error>(_ thread: _CurrentThread, _ body: (State) throws(E) -> R) throws(E) -> R? {
-        if let ticket = tryLockShared(thread) { return try _read(thread, holding: ticket, body) }
+    func sharedIfAvailable<R, E: Error>(_ thread: _CurrentThread, _ body: (State) throws(E) -> R) throws(E) -> R? {
+        if let ticket = tryLockShared(thread) { return try _runShared(thread, holding: ticket, body) }
         guard _backlog.hasPending, let outbox = tryLockExclusively(thread) else { return nil }
         defer { unlockExclusively(thread, outbox) }
         return try body(_state.pointee)
@@ -273,21 +311,39 @@ extension _Engine {
     /// threshold, and the entry noted for the next waiter's report.
     @usableFromInline
     func _lockExclusivelyWatching(file: StaticString, line: UInt, notingEntry: Bool) {
-        if !_lock.tryLockExclusive(), !_lock.lockExclusive(waitingAtMost: _StuckWait.threshold!) {
-            _reportStuck(waitingFor: "to take", file: file, line: line)
-            _lock.lockExclusive()
+        if !_lock.tryLockExclusive() {
+            _lock.lockExclusive(reportingAt: _Deadline(after: _StuckWait.threshold!)) {
+                _reportStuck(waitingFor: "to take", file: file, line: line)
+            }
         }
         if notingEntry { _noteEntry(file: file, line: line) }
     }
 
-    /// A read's wait for the lock, once its quick path failed: watched if waits are.
+    /// The lock by `deadline`; if waits are watched and the deadline lies past the stuck-wait
+    /// threshold, reported once on the way.
     @usableFromInline
-    func _lockSharedSlowly(_ thread: _CurrentThread, file: StaticString, line: UInt) -> Lock.ReadTicket {
+    func _lockExclusiveWatching(before deadline: _Deadline, file: StaticString, line: UInt) -> Bool {
+        if _lock.tryLockExclusive() { return true }
+        if _watchesWaits {
+            let report = _Deadline(after: _StuckWait.threshold!)
+            if report < deadline {
+                if _lock.lockExclusive(before: report) { return true }
+                _reportStuck(waitingFor: "to take", file: file, line: line)
+            }
+        }
+        return _lock.lockExclusive(before: deadline)
+    }
+
+    /// A shared access's wait for the lock, once its quick path failed: watched if waits are.
+    @usableFromInline
+    func _lockSharedSlowly(_ thread: _CurrentThread, file: StaticString, line: UInt) -> Lock.SharedTicket {
         guard _watchesWaits else { return _lock.lockShared(thread: thread.index) }
-        let ticket: Lock.ReadTicket
+        let ticket: Lock.SharedTicket
         if let quick = _lock.tryLockShared(thread: thread.index) {
             ticket = quick
-        } else if let waited = _lock.lockShared(thread: thread.index, waitingAtMost: _StuckWait.threshold!) {
+        } else if let waited = _lock.lockShared(
+            thread: thread.index, before: _Deadline(after: _StuckWait.threshold!))
+        {
             ticket = waited
         } else {
             _reportStuck(waitingFor: "to read", file: file, line: line)
@@ -326,9 +382,4 @@ extension _Engine {
             EXCLUSION_STUCK_WAIT_SECONDS sets how long a wait may last before this report (0 turns it off).
             """)
     }
-}
-
-/// `duration` as a dispatch interval.
-func _dispatchInterval(_ duration: Duration) -> DispatchTimeInterval {
-    .nanoseconds(Int(clamping: _nanoseconds(duration)))
 }

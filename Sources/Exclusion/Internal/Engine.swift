@@ -6,9 +6,41 @@ import Synchronization
 /// It owns the state and keeps every promise the two types make: work one thread submits runs in
 /// the order it submitted it (synchronous, asynchronous and awaited alike), deliveries leave in
 /// the order the state was held and never while it is held, an awaited access suspends instead of
-/// blocking, and a re-entrant or badly nested access stops the process with a message instead of
-/// deadlocking. The two types differ only in their `Lock`: `Exclusive` has no shared access, so
-/// its engine never batches reads.
+/// blocking, a timed access gives up at its deadline whatever it waits for, and a re-entrant or
+/// badly nested access stops the process with a message instead of deadlocking. The two types
+/// differ only in their `Lock`: `Exclusive` has no shared access, so its engine never runs work
+/// shared. Inside the engine, access is *exclusive* or *shared*; "read" and "write" are words of
+/// the public types only.
+///
+/// ## One access, step by step
+///
+/// A synchronous exclusive access (`Exclusive.access`, `ReadersWriter.write`) takes these steps,
+/// inlined into the caller except where it has to wait:
+///
+/// 1. **Check nesting** (`checkNesting`): a thread inside any instance stops here on re-entrancy,
+///    and has the lock order checked (`LockOrder.swift`). One comparison otherwise.
+/// 2. **Take the lock** (`lockExclusively`): the lock's fast path (`Lock.swift`, and on Linux
+///    `ExclusionLock.h`). A wait for it is watched if stuck waits are reported
+///    (`_lockExclusivelyWatching`), and bounded by a deadline in a timed access
+///    (`_lockExclusively(_:before:file:line:)`).
+/// 3. **Back off for a grantee** (`_backOffForGrantee`, in `Engine+Waiting.swift`): if the state
+///    is promised to a woken waiter, let go until that waiter has run.
+/// 4. **Enter and catch up** (`_enteredExclusively`): mark the thread as inside, then run what was
+///    submitted earlier (`Backlog.swift`), so that it goes first.
+/// 5. **Run the body**, in the public type's method.
+/// 6. **Serve waiters** (`_serveWaitersAndUnlock`): if accesses wait for a condition, check them
+///    with the state still held (`WaitList.swift`): awaited and submitted bodies run right there,
+///    and one blocked thread is chosen to wake.
+/// 7. **Leave, unlock, deliver** (`_leaveAndUnlock`): the thread leaves, the lock is released, what
+///    the access posted to its outbox is handed out in order (`Outbox.swift`), and a thread chosen
+///    in step 6 is woken.
+///
+/// A shared access (`ReadersWriter.read`) takes the lock shared in step 2 and skips the rest but 5
+/// and 7, unless work is pending: then it runs exclusively, after that work. An awaited access
+/// tries steps 2 to 7 at once on the caller's thread and otherwise queues a turn (`_awaitTurn`)
+/// that a thread holding the state runs. Asynchronous work waits in the backlog for a drain
+/// (`_drain`) or the next synchronous access. A conditional access waits for its condition between
+/// steps 4 and 5 (`Engine+Waiting.swift`).
 ///
 /// The engine is the instance as far as thread tracking and the lock-order check are concerned;
 /// each public instance owns exactly one.
@@ -39,9 +71,9 @@ final class _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
     /// Last, so that the fields above have offsets known at compile time whatever the lock is.
     @usableFromInline let _lock = Lock()
 
-    init(_ initialState: sending State, kind: StaticString, label: String, faults: _WaitFaults = []) {
+    init(_ initialState: sending State, kind: StaticString, label: String, waitList: _WaitList<State> = _WaitList()) {
         self.label = label
-        _waitList = _WaitList(faults: faults)
+        _waitList = waitList
         _watchesWaits = _StuckWait.threshold != nil
         _kind = kind
         _state = .allocate(capacity: 1)
@@ -96,9 +128,9 @@ extension _Engine {
 
 extension _Engine {
     /// Takes the state exclusively, on this thread, and runs everything submitted earlier; returns
-    /// the outbox for the rest of the access. Pair with `unlockExclusively`, then the caller's body
-    /// runs in between (the public types call it, because only they know whether their bodies
-    /// take the state as `sending`).
+    /// the outbox for the rest of the access. Pair with `unlockExclusively`; the caller's body runs
+    /// in between (the public types call it, because only they know whether their bodies take the
+    /// state as `sending`).
     @inlinable @inline(__always)
     func lockExclusively(
         _ thread: _CurrentThread, file: StaticString = "(asynchronous work)", line: UInt = 0,
@@ -109,7 +141,19 @@ extension _Engine {
         } else {
             _lock.lockExclusive()
         }
-        if _waitList.isReserved { _backOffForGrantee() }
+        if _waitList.isReserved { _ = _backOffForGrantee(before: nil) }
+        return _enteredExclusively(thread)
+    }
+
+    /// Takes the state exclusively by `deadline` (as long as it takes if nil), and runs everything
+    /// submitted earlier; nil, not holding it, if the deadline passed first.
+    @usableFromInline
+    func _lockExclusively(
+        _ thread: _CurrentThread, before deadline: _Deadline?, file: StaticString, line: UInt
+    ) -> Outbox? {
+        guard let deadline else { return lockExclusively(thread, file: file, line: line, notingEntry: false) }
+        guard _lockExclusiveWatching(before: deadline, file: file, line: line) else { return nil }
+        if _waitList.isReserved, !_backOffForGrantee(before: deadline) { return nil }
         return _enteredExclusively(thread)
     }
 
@@ -147,10 +191,10 @@ extension _Engine {
         }
     }
 
-    /// Runs `body` with the state held shared, alongside other reads, on this thread.
+    /// Runs `body` with the state held shared, alongside other shared accesses, on this thread.
     ///
-    /// If anything submitted earlier is waiting, it goes first, and it may write: then the whole
-    /// lot, `body` included, runs under exclusive access.
+    /// If anything submitted earlier is waiting, it goes first, and it may need the state
+    /// exclusively: then the whole lot, `body` included, runs under exclusive access.
     @inlinable @inline(__always)
     func shared<R, E: Error>(
         _ thread: _CurrentThread, file: StaticString, line: UInt, _ body: (State) throws(E) -> R
@@ -160,16 +204,16 @@ extension _Engine {
             defer { unlockExclusively(thread, outbox) }
             return try body(_state.pointee)
         }
-        // The lock's quick path first, exactly as an unwatched read takes it; watching only slows
-        // down a read that has to wait anyway.
+        // The lock's quick path first, exactly as an unwatched shared access takes it; watching
+        // only slows down one that has to wait anyway.
         let ticket = _lock.lockSharedQuickly(thread: thread.index) ?? _lockSharedSlowly(thread, file: file, line: line)
-        return try _read(thread, holding: ticket, body)
+        return try _runShared(thread, holding: ticket, body)
     }
 
     /// Runs `body` on the state, which this thread holds shared with `ticket`, then lets go of it.
     @inlinable @inline(__always)
-    func _read<R, E: Error>(
-        _ thread: _CurrentThread, holding ticket: Lock.ReadTicket, _ body: (State) throws(E) -> R
+    func _runShared<R, E: Error>(
+        _ thread: _CurrentThread, holding ticket: Lock.SharedTicket, _ body: (State) throws(E) -> R
     ) throws(E) -> R {
         thread.enter(self, .shared)
         defer {
@@ -215,7 +259,7 @@ extension _Engine {
         _backlog.release(handingOut: deliveries) { _lock.unlockExclusive() }
     }
 
-    private func _releaseShared(_ ticket: Lock.ReadTicket, _ deliveries: consuming Outbox) {
+    private func _releaseShared(_ ticket: Lock.SharedTicket, _ deliveries: consuming Outbox) {
         if deliveries.isEmpty {
             _lock.unlockShared(ticket)
         } else {
@@ -227,10 +271,10 @@ extension _Engine {
 // MARK: - Awaited access
 
 extension _Engine {
-    /// Takes the state shared if nothing is waiting and no write holds the lock; nil if that
-    /// would mean waiting. The first half of an awaited read.
+    /// Takes the state shared if nothing is pending and no exclusive access holds the lock; nil if
+    /// that would mean waiting. The first half of an awaited shared access.
     @inlinable @inline(__always)
-    func tryLockShared(_ thread: _CurrentThread) -> Lock.ReadTicket? {
+    func tryLockShared(_ thread: _CurrentThread) -> Lock.SharedTicket? {
         guard !_backlog.hasPending else { return nil }
         return _lock.tryLockShared(thread: thread.index)
     }
@@ -249,29 +293,29 @@ extension _Engine {
             defer { unlockExclusively(thread, deliveries) }
             return try body(&_state.pointee)
         }
-        return try await _awaitTurn(isRead: false, body)
+        return try await _awaitTurn(isShared: false, body)
     }
 
-    /// Runs `body` with the state held shared: at once on this thread if nothing is waiting and no
-    /// write holds the lock, otherwise in its turn while the task is suspended.
+    /// Runs `body` with the state held shared: at once on this thread if nothing is pending and no
+    /// exclusive access holds the lock, otherwise in its turn while the task is suspended.
     @inlinable @inline(__always)
     nonisolated(nonsending) func awaitShared<R: Sendable, E: Error>(
         attempting attempted: String, _ body: @Sendable (State) throws(E) -> R
     ) async throws(E) -> R {
         let thread = _CurrentThread()
         checkNotInside(thread, attempting: attempted)
-        if let ticket = tryLockShared(thread) { return try _read(thread, holding: ticket, body) }
-        return try await _awaitTurn(isRead: true) { (state: inout sending State) throws(E) -> R in try body(state) }
+        if let ticket = tryLockShared(thread) { return try _runShared(thread, holding: ticket, body) }
+        return try await _awaitTurn(isShared: true) { (state: inout sending State) throws(E) -> R in try body(state) }
     }
 
     @usableFromInline
     nonisolated(nonsending) func _awaitTurn<R: Sendable, E: Error>(
-        isRead: Bool, _ body: @Sendable (inout sending State) throws(E) -> R
+        isShared: Bool, _ body: @Sendable (inout sending State) throws(E) -> R
     ) async throws(E) -> R {
         let result: Result<R, E> = await withoutActuallyEscaping(body) { body in
             await withUnsafeContinuation { continuation in
                 let turn = _Turn(body: body, continuation: continuation)
-                _submit(.closure(isRead: isRead) { deliveries in turn.run(&self._state.pointee, &deliveries) })
+                _enqueue(.closure(isShared: isShared) { deliveries in turn.run(&self._state.pointee, &deliveries) })
             }
         }
         return try result.get()
@@ -283,29 +327,29 @@ extension _Engine {
 extension _Engine {
     /// Runs `body` with the state held exclusively, later.
     @inlinable
-    func submit(_ body: @escaping Plain) {
-        _submit(.plain(body))
+    func submitExclusive(_ body: @escaping Plain) {
+        _enqueue(.plain(body))
     }
 
     /// Runs `body` with the state held shared, later, and delivers its result on `queue`.
-    func submitRead<R: Sendable>(
+    func submitShared<R: Sendable>(
         deliverOn queue: DispatchQueue, _ body: @escaping @Sendable (State) throws -> R,
         completion: @escaping @Sendable (Result<R, any Error>) -> Void
     ) {
-        _submit(
-            .closure(isRead: true) { deliveries in
+        _enqueue(
+            .closure(isShared: true) { deliveries in
                 let result = Result { () throws(any Error) -> R in try body(self._state.pointee) }
                 deliveries.post(on: queue) { completion(result) }
             })
     }
 
     /// Runs `body` with the state held exclusively, later, and delivers its result on `queue`.
-    func submitWrite<R: Sendable>(
+    func submitExclusive<R: Sendable>(
         deliverOn queue: DispatchQueue, _ body: @escaping @Sendable (inout sending State) throws -> R,
         completion: @escaping @Sendable (Result<R, any Error>) -> Void
     ) {
         let run = _delivering(body, on: queue, to: completion)
-        _submit(.closure(isRead: false) { deliveries in run(&self._state.pointee, &deliveries) })
+        _enqueue(.closure(isShared: false) { deliveries in run(&self._state.pointee, &deliveries) })
     }
 
     /// `body` as a job that runs it on the state and delivers what it returned or threw to
@@ -321,26 +365,25 @@ extension _Engine {
         }
     }
 
+    /// Puts `job` in the backlog, and schedules a drain if none is.
     @usableFromInline
-    func _submit(_ job: _Backlog<Plain>.Job) {
-        if _backlog.submit(job) {
-            // At most one drain is scheduled at a time (the backlog sees to it), so a global queue
-            // does what a private serial queue would, without one per instance.
-            DispatchQueue.global().async { self._drain() }
+    func _enqueue(_ job: _Backlog<Plain>.Job) {
+        if let queue = _backlog.submit(job, label: label) {
+            queue.async { self._drain() }
         }
     }
 
     /// Runs the backlog a batch at a time, letting synchronous callers in between batches: leading
-    /// reads together under shared access, anything else under exclusive access.
+    /// shared jobs together under shared access, anything else under exclusive access.
     private func _drain() {
         let thread = _CurrentThread()
         repeat {
-            if Lock.sharesReads, _backlog.nextIsRead() == true {
-                // If a synchronous access takes these reads first, this batch is just empty.
+            if Lock.sharesAccess, _backlog.nextIsShared() == true {
+                // If a synchronous access takes these jobs first, this batch is just empty.
                 let ticket = _lock.lockShared(thread: thread.index)
                 thread.enter(self, .shared)
                 var deliveries = Outbox()
-                _backlog.runLeadingReads(&deliveries, apply: _apply)
+                _backlog.runLeadingShared(&deliveries, apply: _apply)
                 thread.leave()
                 _releaseShared(ticket, deliveries)
             } else {

@@ -2,11 +2,12 @@
 /// any. This is the one thing `Exclusive` and `ReadersWriter` do differently.
 @usableFromInline
 protocol _EngineLock: Sendable {
-    /// What a reader keeps while it holds the lock shared, to give it back.
-    associatedtype ReadTicket
+    /// What a thread keeps while it holds the lock shared, to give it back.
+    associatedtype SharedTicket
 
-    /// Whether readers can hold the lock at the same time. If not, the engine never batches reads.
-    static var sharesReads: Bool { get }
+    /// Whether threads can hold the lock shared at the same time. If not, the engine never batches
+    /// shared work.
+    static var sharesAccess: Bool { get }
 
     /// How a thread inside an instance in `mode` is described in re-entrancy messages.
     static func describe(_ mode: _CurrentThread.Mode) -> String
@@ -18,48 +19,57 @@ protocol _EngineLock: Sendable {
     func lockExclusive()
     func tryLockExclusive() -> Bool
     func unlockExclusive()
-    /// Exclusive access within `timeout`, or false; only for watched waits, which may be slower.
-    func lockExclusive(waitingAtMost timeout: Duration) -> Bool
+    /// Exclusive access by `deadline`, or false, holding nothing; only for timed waits.
+    func lockExclusive(before deadline: _Deadline) -> Bool
+    /// Exclusive access, as long as it takes; calls `report` once if `deadline` passes first, and
+    /// keeps its place meanwhile. Only for watched waits.
+    func lockExclusive(reportingAt deadline: _Deadline, _ report: () -> Void)
 
-    func lockShared(thread: UInt32) -> ReadTicket
+    func lockShared(thread: UInt32) -> SharedTicket
     /// Shared access if the lock's quickest path gives it (it may fail even when `tryLockShared`
     /// would succeed); the first step of a read.
-    func lockSharedQuickly(thread: UInt32) -> ReadTicket?
-    /// Shared access within `timeout`, or nil; only for watched waits, which may be slower.
-    func lockShared(thread: UInt32, waitingAtMost timeout: Duration) -> ReadTicket?
-    func tryLockShared(thread: UInt32) -> ReadTicket?
-    func unlockShared(_ ticket: ReadTicket)
+    func lockSharedQuickly(thread: UInt32) -> SharedTicket?
+    /// Shared access by `deadline`, or nil; only for timed and watched waits.
+    func lockShared(thread: UInt32, before deadline: _Deadline) -> SharedTicket?
+    func tryLockShared(thread: UInt32) -> SharedTicket?
+    func unlockShared(_ ticket: SharedTicket)
 }
 
 /// `Exclusive`'s lock: every access is exclusive.
 extension _Lock: _EngineLock {
-    @usableFromInline static var sharesReads: Bool { false }
+    @usableFromInline static var sharesAccess: Bool { false }
 
     @usableFromInline static func describe(_ mode: _CurrentThread.Mode) -> String { "an access" }
 
     @inlinable func lockExclusive() { lock() }
     @inlinable func tryLockExclusive() -> Bool { tryLock() }
     @inlinable func unlockExclusive() { unlock() }
+    @usableFromInline func lockExclusive(before deadline: _Deadline) -> Bool { lock(before: deadline) }
+    @usableFromInline func lockExclusive(reportingAt deadline: _Deadline, _ report: () -> Void) {
+        if !lock(before: deadline) {
+            report()
+            lock()
+        }
+    }
 
     @inlinable func lockShared(thread: UInt32) { lock() }
     @inlinable func tryLockShared(thread: UInt32) -> Void? { tryLock() ? () : nil }
     @inlinable func unlockShared(_ ticket: Void) { unlock() }
     @inlinable func lockSharedQuickly(thread: UInt32) -> Void? { tryLock() ? () : nil }
-
-    @usableFromInline func lockShared(thread: UInt32, waitingAtMost timeout: Duration) -> Void? {
-        lockExclusive(waitingAtMost: timeout) ? () : nil
+    @usableFromInline func lockShared(thread: UInt32, before deadline: _Deadline) -> Void? {
+        lock(before: deadline) ? () : nil
     }
 }
 
 /// `ReadersWriter`'s lock: reads share it, writes hold it alone.
 extension _ReadersWriterLock: _EngineLock {
-    @usableFromInline static var sharesReads: Bool { true }
+    @usableFromInline static var sharesAccess: Bool { true }
 
     @usableFromInline static func describe(_ mode: _CurrentThread.Mode) -> String {
         mode == .shared ? "a read" : "a write"
     }
 
-    @inlinable func lockSharedQuickly(thread: UInt32) -> ReadTicket? { _tryFastRead(thread: thread) }
+    @inlinable func lockSharedQuickly(thread: UInt32) -> SharedTicket? { _tryFastShared(thread: thread) }
 
     /// Nothing to do: the lock frees itself when the engine lets go of it.
     @usableFromInline func destroy() {}

@@ -11,11 +11,9 @@ import Musl
 /// A plain mutual-exclusion lock at a stable address.
 ///
 /// The fast path of every access goes through this lock, so it is the cheapest one each platform
-/// has: `os_unfair_lock` on Apple platforms; on Linux, `exclusion_lock` from ExclusionShims, which
-/// gives the lock back with a plain store instead of an atomic read-modify-write (its header says
-/// why sleepers are still never missed); `pthread_mutex_t` elsewhere. On Linux `pthread_mutex_t`
-/// costs two atomic read-modify-writes per access, about 5 ns each on the machines we measure,
-/// and `Synchronization.Mutex` about twice that (priority-inheritance futexes).
+/// has: `os_unfair_lock` on Apple platforms; on Linux, `exclusion_lock` from ExclusionShims
+/// (`ExclusionLock.h` says how it gives the lock back with a plain store, and why sleepers are
+/// still never missed); `pthread_mutex_t` elsewhere.
 @usableFromInline
 struct _Lock: @unchecked Sendable {
     // @unchecked: the pointee is only touched through the platform's lock functions.
@@ -33,7 +31,7 @@ struct _Lock: @unchecked Sendable {
         #if canImport(Darwin)
         _handle.initialize(to: os_unfair_lock())
         #elseif os(Linux)
-        _handle.initialize(to: exclusion_lock(word: 0, sleepers: 0, waking: 0, wakeups: 0))
+        exclusion_lock_init(_handle)
         #else
         _handle.initialize(to: pthread_mutex_t())
         let status = pthread_mutex_init(_handle, nil)
@@ -41,13 +39,13 @@ struct _Lock: @unchecked Sendable {
         #endif
     }
 
-    /// Frees the lock; call once, when no thread can reach it any more.
+    /// Frees the lock; call once, when no thread can reach it any more: not merely when it is free,
+    /// but when every thread that called into it has returned.
     @usableFromInline
     func destroy() {
         #if !canImport(Darwin) && !os(Linux)
         pthread_mutex_destroy(_handle)
         #endif
-        _handle.deinitialize(count: 1)
         _handle.deallocate()
     }
 
@@ -73,16 +71,17 @@ struct _Lock: @unchecked Sendable {
         #endif
     }
 
-    /// Waits for the lock at most `timeout`; whether it got it.
+    /// Waits for the lock until `deadline` at the latest; whether it got it.
     @usableFromInline
-    func lockExclusive(waitingAtMost timeout: Duration) -> Bool {
+    func lock(before deadline: _Deadline) -> Bool {
         #if canImport(Darwin)
-        _lockWithin(timeout, timed: nil, polling: { tryLock() ? 0 : EBUSY })
+        // Apple platforms have no timed mutex: poll, backing off.
+        _poll(until: deadline) { tryLock() }
         #elseif os(Linux)
-        tryLock() || exclusion_lock_wait_at_most(_handle, _nanoseconds(timeout)) != 0
+        tryLock() || exclusion_lock_wait_until(_handle, deadline.nanoseconds) != 0
         #else
-        _lockWithin(
-            timeout, timed: { pthread_mutex_timedlock(_handle, $0) }, polling: { pthread_mutex_trylock(_handle) })
+        var realtime = deadline.realtime
+        return pthread_mutex_timedlock(_handle, &realtime) == 0
         #endif
     }
 
@@ -98,34 +97,13 @@ struct _Lock: @unchecked Sendable {
     }
 }
 
-/// Takes a lock within `timeout`: with `timed`, a POSIX timed lock call given its deadline, where
-/// the platform has one (Linux); otherwise by polling `polling`, a try-lock call, every
-/// millisecond (Apple platforms have no timed mutex or rwlock). Both return 0 on success. Only
-/// watched waits come here, so polling is acceptable.
-func _lockWithin(
-    _ timeout: Duration, timed: ((UnsafePointer<timespec>) -> Int32)?, polling: () -> Int32
-) -> Bool {
-    #if !canImport(Darwin)
-    if let timed {
-        var deadline = _realtimeDeadline(after: timeout)
-        return timed(&deadline) == 0
-    }
-    #endif
-    let deadline = ContinuousClock.now + timeout
-    while polling() != 0 {
-        if ContinuousClock.now >= deadline { return false }
-        usleep(1_000)
+/// Calls `attempt` until it succeeds, backing off between calls, or until `deadline` passes;
+/// whether it succeeded.
+func _poll(until deadline: _Deadline, _ attempt: () -> Bool) -> Bool {
+    var backoff = exclusion_backoff()
+    while !attempt() {
+        if deadline.hasPassed { return false }
+        exclusion_backoff_wait(&backoff)
     }
     return true
-}
-
-/// The `CLOCK_REALTIME` moment `timeout` from now, as the POSIX timed waits want it.
-func _realtimeDeadline(after timeout: Duration) -> timespec {
-    var now = timespec()
-    clock_gettime(CLOCK_REALTIME, &now)
-    let total = Int64(now.tv_nsec) + _nanoseconds(timeout) % 1_000_000_000
-    var deadline = timespec()
-    deadline.tv_sec = now.tv_sec + Int(_nanoseconds(timeout) / 1_000_000_000) + Int(total / 1_000_000_000)
-    deadline.tv_nsec = Int(total % 1_000_000_000)
-    return deadline
 }

@@ -1,3 +1,4 @@
+import ExclusionShims
 import Synchronization
 
 #if canImport(Darwin)
@@ -25,14 +26,20 @@ import Musl
 /// - A reader on the slow path turns the bias back on, but only once enough time has passed since
 ///   the last withdrawal (nine times what the withdrawal cost), which bounds what frequent writers
 ///   pay for scanning the slots.
+/// - A writer with a deadline that passes while readers are still inside puts the bias back and
+///   lets go, as if it had never come.
+///
+/// `Verification/bias.pml` models the bias protocol (announce, check, withdraw, wait) under x86-TSO
+/// store buffers; Spin checks that no read overlaps a write, and catches each broken variant listed
+/// there.
 @usableFromInline
 final class _ReadersWriterLock: @unchecked Sendable {
     // @unchecked: every field is either immutable, atomic, or only touched through pthread calls.
 
     /// A reader's ticket: the slot it announced itself in, or `slowPath` if it holds the
     /// underlying lock instead.
-    @usableFromInline typealias ReadTicket = Int
-    @usableFromInline static var slowPath: ReadTicket { -1 }
+    @usableFromInline typealias SharedTicket = Int
+    @usableFromInline static var slowPath: SharedTicket { -1 }
 
     @usableFromInline static var slotCount: Int { 16 }
     /// A slot's values: 0 when free; `announcing` from a reader's announcement until it has seen
@@ -85,13 +92,13 @@ final class _ReadersWriterLock: @unchecked Sendable {
 
     /// Waits for shared access; pass the ticket to `unlockShared`.
     @inlinable
-    func lockShared(thread: UInt32) -> ReadTicket {
-        if let ticket = _tryFastRead(thread: thread) { return ticket }
+    func lockShared(thread: UInt32) -> SharedTicket {
+        if let ticket = _tryFastShared(thread: thread) { return ticket }
         return _lockSharedSlowly()
     }
 
     @usableFromInline
-    func _lockSharedSlowly() -> ReadTicket {
+    func _lockSharedSlowly() -> SharedTicket {
         pthread_rwlock_rdlock(_underlying)
         _restoreBiasIfDue()
         return Self.slowPath
@@ -99,15 +106,15 @@ final class _ReadersWriterLock: @unchecked Sendable {
 
     /// Shared access if it can be had without waiting.
     @usableFromInline
-    func tryLockShared(thread: UInt32) -> ReadTicket? {
-        if let ticket = _tryFastRead(thread: thread) { return ticket }
+    func tryLockShared(thread: UInt32) -> SharedTicket? {
+        if let ticket = _tryFastShared(thread: thread) { return ticket }
         guard pthread_rwlock_tryrdlock(_underlying) == 0 else { return nil }
         _restoreBiasIfDue()
         return Self.slowPath
     }
 
     @inlinable
-    func unlockShared(_ ticket: ReadTicket) {
+    func unlockShared(_ ticket: SharedTicket) {
         if ticket == Self.slowPath {
             pthread_rwlock_unlock(_underlying)
         } else {
@@ -116,7 +123,7 @@ final class _ReadersWriterLock: @unchecked Sendable {
     }
 
     @inlinable
-    func _tryFastRead(thread: UInt32) -> ReadTicket? {
+    func _tryFastShared(thread: UInt32) -> SharedTicket? {
         guard _readBias.load(ordering: .relaxed) else { return nil }
         let index = Int(thread) & (Self.slotCount - 1)
         let slot = _slot(index)
@@ -137,7 +144,7 @@ final class _ReadersWriterLock: @unchecked Sendable {
 
     private func _restoreBiasIfDue() {
         guard !_readBias.load(ordering: .relaxed) else { return }
-        if _now() >= _biasInhibitedUntil.load(ordering: .relaxed) {
+        if exclusion_monotonic_now() >= _biasInhibitedUntil.load(ordering: .relaxed) {
             // Holding the underlying lock shared, so no writer is inside.
             _readBias.store(true, ordering: .releasing)
         }
@@ -172,37 +179,64 @@ final class _ReadersWriterLock: @unchecked Sendable {
     /// since it may yet see the bias withdrawn and leave, and failing for it would be a spurious
     /// failure.
     private func _slotIsFree(_ index: Int) -> Bool {
-        var spins = 0
+        var backoff = exclusion_backoff()
         while true {
             switch _slot(index).pointee.load(ordering: .sequentiallyConsistent) {
             case 0: return true
             case Self.reading: return false
-            default: _backOff(&spins)
+            default: exclusion_backoff_wait(&backoff)
             }
         }
     }
 
-    /// Exclusive access within `timeout`, or false.
+    /// Exclusive access by `deadline`, or false: the underlying lock, then the fast readers gone.
     @usableFromInline
-    func lockExclusive(waitingAtMost timeout: Duration) -> Bool {
-        let locked = _lockWithin(
-            timeout, timed: { pthread_rwlock_timedwrlock(self._underlying, $0) },
-            polling: { pthread_rwlock_trywrlock(_underlying) })
-        guard locked else { return false }
-        _revokeBias()
+    func lockExclusive(before deadline: _Deadline) -> Bool {
+        guard _lockUnderlying(before: deadline, shared: false) else { return false }
+        guard _revokeBias(before: deadline) else {
+            pthread_rwlock_unlock(_underlying)
+            return false
+        }
         return true
     }
 
-    /// Shared access within `timeout`, or nil.
+    /// Exclusive access, as long as it takes; calls `report` once if `deadline` passes first. Once
+    /// it holds the underlying lock it never lets go of it, so reads that come later still wait
+    /// behind it.
     @usableFromInline
-    func lockShared(thread: UInt32, waitingAtMost timeout: Duration) -> ReadTicket? {
-        if let ticket = _tryFastRead(thread: thread) { return ticket }
-        let locked = _lockWithin(
-            timeout, timed: { pthread_rwlock_timedrdlock(self._underlying, $0) },
-            polling: { pthread_rwlock_tryrdlock(_underlying) })
-        guard locked else { return nil }
+    func lockExclusive(reportingAt deadline: _Deadline, _ report: () -> Void) {
+        if _lockUnderlying(before: deadline, shared: false) {
+            _ = withoutActuallyEscaping(report) { report in _revokeBias(before: deadline, orReport: report) }
+        } else {
+            report()
+            pthread_rwlock_wrlock(_underlying)
+            _revokeBias()
+        }
+    }
+
+    /// Shared access by `deadline`, or nil.
+    @usableFromInline
+    func lockShared(thread: UInt32, before deadline: _Deadline) -> SharedTicket? {
+        if let ticket = _tryFastShared(thread: thread) { return ticket }
+        guard _lockUnderlying(before: deadline, shared: true) else { return nil }
         _restoreBiasIfDue()
         return Self.slowPath
+    }
+
+    /// The underlying lock by `deadline`: with the POSIX timed calls where the platform has them,
+    /// by polling elsewhere (Apple platforms have no timed rwlock).
+    private func _lockUnderlying(before deadline: _Deadline, shared: Bool) -> Bool {
+        #if canImport(Darwin)
+        return _poll(until: deadline) {
+            (shared ? pthread_rwlock_tryrdlock(_underlying) : pthread_rwlock_trywrlock(_underlying)) == 0
+        }
+        #else
+        var realtime = deadline.realtime
+        return
+            (shared
+            ? pthread_rwlock_timedrdlock(_underlying, &realtime)
+            : pthread_rwlock_timedwrlock(_underlying, &realtime)) == 0
+        #endif
     }
 
     @usableFromInline
@@ -210,33 +244,35 @@ final class _ReadersWriterLock: @unchecked Sendable {
         pthread_rwlock_unlock(_underlying)
     }
 
-    private func _revokeBias() {
-        guard _readBias.load(ordering: .relaxed) else { return }
-        let start = _now()
+    /// Withdraws the read bias and waits for the fast-path readers inside to leave, holding the
+    /// underlying lock exclusively. With a `deadline` that passes first, puts the bias back and
+    /// returns false; the caller lets go of the underlying lock. With `report`, calls it instead
+    /// when the deadline passes, and goes on waiting.
+    @discardableResult
+    private func _revokeBias(before deadline: _Deadline? = nil, orReport report: (() -> Void)? = nil) -> Bool {
+        guard _readBias.load(ordering: .relaxed) else { return true }
+        let start = exclusion_monotonic_now()
         _readBias.store(false, ordering: .sequentiallyConsistent)
+        var deadline = deadline
         for index in 0..<Self.slotCount {
-            var spins = 0
+            var backoff = exclusion_backoff()
             while _slot(index).pointee.load(ordering: .sequentiallyConsistent) != 0 {
-                _backOff(&spins)
+                if let passed = deadline, passed.hasPassed {
+                    if let report {
+                        report()
+                        deadline = nil
+                    } else {
+                        // Readers that saw the bias withdrawn wait on the underlying lock, which
+                        // the caller gives up right after; readers inside carry on.
+                        _readBias.store(true, ordering: .releasing)
+                        return false
+                    }
+                }
+                exclusion_backoff_wait(&backoff)
             }
         }
-        let end = _now()
+        let end = exclusion_monotonic_now()
         _biasInhibitedUntil.store(end &+ (end &- start) &* 9, ordering: .relaxed)
-    }
-
-    private func _backOff(_ spins: inout Int) {
-        spins += 1
-        if spins < 64 {
-            sched_yield()
-        } else {
-            // A long read is inside; don't burn a core waiting for it.
-            usleep(UInt32(min(spins, 1_000)))
-        }
-    }
-
-    private func _now() -> UInt64 {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
+        return true
     }
 }

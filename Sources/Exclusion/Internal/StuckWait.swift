@@ -21,7 +21,7 @@ enum _StuckWait {
     static let threshold: Duration? = {
         if let setting = getenv("EXCLUSION_STUCK_WAIT_SECONDS").map({ String(cString: $0) }) {
             guard let seconds = Double(setting), seconds > 0 else { return nil }
-            return .nanoseconds(Int64(seconds * 1_000_000_000))
+            return .seconds(seconds)
         }
         #if DEBUG
         return .seconds(10)

@@ -1,26 +1,6 @@
 import Dispatch
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
-/// Bugs the wait list can be told to have, so that tests can show they catch each of them in this
-/// very code. Instances made by the public initializers have none.
-struct _WaitFaults: OptionSet, Sendable {
-    let rawValue: Int
-    /// Releases never check conditions: a waiter would need an explicit signal (a lost wake-up).
-    static let signalOnly = _WaitFaults(rawValue: 1 << 0)
-    /// Every release wakes every blocked waiter, which then runs without checking again.
-    static let noRecheck = _WaitFaults(rawValue: 1 << 1)
-    /// A cancelled awaited access stays in line.
-    static let forgetCancelled = _WaitFaults(rawValue: 1 << 2)
-    /// A blocked thread is never granted the state, however often it loses it.
-    static let noGrant = _WaitFaults(rawValue: 1 << 3)
-}
-
 /// One access waiting for a condition on the state.
 final class _Waiter<State>: @unchecked Sendable {
     // @unchecked: every var is only touched while the wait list's lock is held; the closures taken
@@ -96,48 +76,67 @@ final class _Waiter<State>: @unchecked Sendable {
 ///   state instead: it is woken, and every exclusive access backs off until it has run. Waking
 ///   without a grant lets a signaller carry on (a producer fills a queue while the consumer wakes);
 ///   the grant bounds how often a waiter can lose.
+///
+/// Not final only so that tests can plant bugs in a subclass (the members under "Policy" and
+/// `nextReady`, with the entry points in `WaitList+Testing.swift`), to show that their checks
+/// catch them; everything else is final.
 @usableFromInline
-final class _WaitList<State>: @unchecked Sendable {
+class _WaitList<State>: @unchecked Sendable {
     // @unchecked: _waiters, _grantee and every waiter's fields are only touched while _lock is
     // held; the atomics are hints read without it.
 
-    let faults: _WaitFaults
-    private let _lock = _Lock()
-    private var _waiters: [_Waiter<State>] = []
-    private var _grantee: _Waiter<State>?
+    final let _lock = _Lock()
+    final var _waiters: [_Waiter<State>] = []
+    private final var _grantee: _Waiter<State>?
     /// How many waiters in the list wait asleep (not woken or granted): an exclusive release checks
     /// conditions only if some do.
-    @usableFromInline let _count = Atomic<Int>(0)
-    /// Whether the state is promised to a granted thread. Set and cleared with the state held
-    /// exclusively, so a thread holding it reads it right.
-    @usableFromInline let _isReserved = Atomic<Bool>(false)
+    @usableFromInline final let _count = Atomic<Int>(0)
+    /// Whether the state is promised to a granted thread. Set with the state held exclusively, so
+    /// a thread holding it reads it right; cleared when the grantee takes the state up, or gives up.
+    @usableFromInline final let _isReserved = Atomic<Bool>(false)
 
-    init(faults: _WaitFaults = []) {
-        self.faults = faults
-    }
+    /// Where timeouts of awaited and submitted accesses fire: a queue of our own, so that a timer
+    /// fires on time even when every thread of the global pool is blocked.
+    private static var _timers: DispatchQueue { _timerQueue }
+
+    init() {}
 
     deinit {
         _lock.destroy()
     }
 
+    // MARK: - Policy
+
+    /// Whether a woken thread, holding the state again, may run: its condition checked again,
+    /// since another access may have taken what it waited for.
+    func stillHolds(_ condition: (State) -> Bool, _ state: State) -> Bool {
+        condition(state)
+    }
+
+    /// How many times a blocked thread may be woken and find its condition false again before it
+    /// is granted the state.
+    var lossesBeforeGrant: Int { 2 }
+
+    /// Whether a woken thread that gave up before it could take the state back has the other
+    /// waiters checked in its place.
+    var rechecksForAThreadThatGaveUp: Bool { true }
+
+    /// A cancelled awaited access leaves the line, and hears `CancellationError`.
+    func cancel(_ waiter: _Waiter<State>) {
+        abandon(waiter, with: CancellationError())
+    }
+
     /// Whether any waiter sleeps, so that a release must check conditions; read with the state held
     /// exclusively, it is exact (a waiter only starts sleeping with the state held).
-    @inlinable var isWaiting: Bool { _count.load(ordering: .relaxed) != 0 }
+    @inlinable final var isWaiting: Bool { _count.load(ordering: .relaxed) != 0 }
 
     /// Whether the state is promised to a granted thread; read with the state held exclusively.
-    @inlinable var isReserved: Bool { _isReserved.load(ordering: .relaxed) }
-
-    /// How many blocked threads wait asleep (not woken, not granted); for tests.
-    var threadsAsleep: Int {
-        _lock.lock()
-        defer { _lock.unlock() }
-        return _waiters.count { $0.isThread && $0.status == .waiting }
-    }
+    @inlinable final var isReserved: Bool { _isReserved.load(ordering: .relaxed) }
 
     // MARK: - Blocked threads
 
     /// Adds a thread that found its condition false; call with the state held exclusively.
-    func enqueue(_ waiter: _Waiter<State>) {
+    final func enqueue(_ waiter: _Waiter<State>) {
         _lock.lock()
         _waiters.append(waiter)
         _count.add(1, ordering: .relaxed)
@@ -146,7 +145,7 @@ final class _WaitList<State>: @unchecked Sendable {
 
     /// Called by a woken or granted thread that now holds the state: whether the promise it was
     /// granted (if any) is its own, which it now takes up.
-    func takeGrant(_ waiter: _Waiter<State>) -> Bool {
+    final func takeGrant(_ waiter: _Waiter<State>) -> Bool {
         _lock.lock()
         defer { _lock.unlock() }
         guard _grantee === waiter else { return false }
@@ -158,14 +157,14 @@ final class _WaitList<State>: @unchecked Sendable {
     /// A thread holding the state found its condition true and will run, or gives up;
     /// either way it leaves the list. If it was granted the state without taking it up, the grant
     /// ends too.
-    func leave(_ waiter: _Waiter<State>) {
+    final func leave(_ waiter: _Waiter<State>) {
         _lock.lock()
         _remove(waiter)
         _lock.unlock()
     }
 
     /// A thread holding the state found its condition false again: it waits again in its place.
-    func waitAgain(_ waiter: _Waiter<State>) {
+    final func waitAgain(_ waiter: _Waiter<State>) {
         _lock.lock()
         waiter.losses += 1
         waiter.status = .waiting
@@ -175,7 +174,7 @@ final class _WaitList<State>: @unchecked Sendable {
 
     /// A blocked thread's wait timed out. Returns true if it left the list without having been
     /// woken; false if a wake-up is on its way (the caller must then take it and check again).
-    func timeOut(_ waiter: _Waiter<State>) -> Bool {
+    final func timeOut(_ waiter: _Waiter<State>) -> Bool {
         _lock.lock()
         defer { _lock.unlock() }
         guard waiter.status == .waiting else { return false }
@@ -183,7 +182,7 @@ final class _WaitList<State>: @unchecked Sendable {
         return true
     }
 
-    private func _remove(_ waiter: _Waiter<State>) {
+    final func _remove(_ waiter: _Waiter<State>) {
         if waiter.status == .granted, _grantee === waiter {
             _grantee = nil
             _isReserved.store(false, ordering: .relaxed)
@@ -199,7 +198,7 @@ final class _WaitList<State>: @unchecked Sendable {
     /// Looks at a pending awaited or asynchronous access, with the state held exclusively: if its
     /// condition holds, returns its body to run now; otherwise it joins the list. Returns nil too
     /// if it was abandoned meanwhile.
-    func check(
+    final func check(
         _ waiter: _Waiter<State>, _ state: UnsafeMutablePointer<State>
     ) -> (@Sendable (inout sending State, inout Outbox) -> Void)? {
         _lock.lock()
@@ -219,12 +218,18 @@ final class _WaitList<State>: @unchecked Sendable {
 
     /// Ends a pending or waiting awaited or asynchronous access without running it, delivering
     /// `error`: a timeout, a cancellation. Does nothing if it already ran or ended.
-    func abandon(_ waiter: _Waiter<State>, with error: any Error) {
+    final func abandon(_ waiter: _Waiter<State>, with error: any Error) {
+        abandon(waiter) { _ in error }
+    }
+
+    /// The same, with the error made from the status the waiter had (pending or waiting).
+    final func abandon(_ waiter: _Waiter<State>, with error: (_Waiter<State>.Status) -> any Error) {
         _lock.lock()
         guard waiter.status == .pending || waiter.status == .waiting else {
             _lock.unlock()
             return
         }
+        let error = error(waiter.status)
         let fail = waiter.fail
         if fail == nil { waiter.abandonedWith = error }
         _remove(waiter)
@@ -233,7 +238,7 @@ final class _WaitList<State>: @unchecked Sendable {
     }
 
     /// Ends every waiter still in the list with `error`; called when the instance goes away.
-    func abandonAll(with error: any Error) {
+    final func abandonAll(with error: any Error) {
         _lock.lock()
         let waiters = _waiters
         _lock.unlock()
@@ -242,7 +247,7 @@ final class _WaitList<State>: @unchecked Sendable {
 
     /// Sets up an awaited access's closures once its continuation exists. Returns the error it was
     /// abandoned with if that happened first (then it must not be submitted).
-    func arm(
+    final func arm(
         _ waiter: _Waiter<State>, run: @escaping @Sendable (inout sending State, inout Outbox) -> Void,
         fail: @escaping @Sendable (any Error) -> Void
     ) -> (any Error)? {
@@ -254,13 +259,16 @@ final class _WaitList<State>: @unchecked Sendable {
         return nil
     }
 
-    /// Starts a timer that abandons `waiter` with `error` after `timeout`.
-    func startTimer(for waiter: _Waiter<State>, after timeout: Duration, error: any Error) {
-        let timer = DispatchSource.makeTimerSource(queue: .global())
-        timer.schedule(deadline: .now() + _dispatchInterval(timeout))
+    /// Starts a timer that abandons `waiter` when `limit` passes, with the `TimeoutError` for what it
+    /// still waits for: the state if it hasn't looked at it yet, its condition if it has.
+    final func startTimer(for waiter: _Waiter<State>, _ limit: _TimeLimit, label: String) {
+        let timer = DispatchSource.makeTimerSource(queue: Self._timers)
+        timer.schedule(deadline: limit.deadline.dispatchTime)
         timer.setEventHandler { [weak self, weak waiter] in
             guard let self, let waiter else { return }
-            self.abandon(waiter, with: error)
+            self.abandon(waiter) { status in
+                limit.error(on: label, waitingFor: status == .pending ? .stateHeld : .conditionFalse)
+            }
         }
         // Active before anything can cancel it: libdispatch must not release an inactive source.
         timer.activate()
@@ -285,12 +293,7 @@ final class _WaitList<State>: @unchecked Sendable {
     func nextReady(
         _ state: UnsafeMutablePointer<State>, woken: inout DispatchSemaphore?
     ) -> (@Sendable (inout sending State, inout Outbox) -> Void)? {
-        if faults.contains(.signalOnly) { return nil }
-        if faults.contains(.noRecheck) {
-            _wakeAllThreads()
-            return nil
-        }
-        let grantAfter = faults.contains(.noGrant) ? Int.max : 2
+        let grantAfter = lossesBeforeGrant
         _lock.lock()
         defer { _lock.unlock() }
         for waiter in _waiters where waiter.status == .waiting {
@@ -316,23 +319,5 @@ final class _WaitList<State>: @unchecked Sendable {
     }
 }
 
-extension _WaitList {
-    /// The `noRecheck` fault's release: wakes every blocked thread, whatever its condition says.
-    private func _wakeAllThreads() {
-        _lock.lock()
-        for waiter in _waiters where waiter.status == .waiting && waiter.isThread {
-            waiter.status = .woken
-            _count.add(-1, ordering: .relaxed)
-            waiter.semaphore!.signal()
-        }
-        _lock.unlock()
-    }
-}
-
-/// `duration` in whole nanoseconds, saturating.
-func _nanoseconds(_ duration: Duration) -> Int64 {
-    let (seconds, attoseconds) = duration.components
-    let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-    if overflow { return seconds < 0 ? .min : .max }
-    return scaled.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
-}
+/// The queue every instance's timeouts fire on.
+private let _timerQueue = DispatchQueue(label: "Exclusion timeouts")

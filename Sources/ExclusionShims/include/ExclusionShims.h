@@ -82,101 +82,61 @@ static inline void exclusion_spin_hint(void) {
 #endif
 }
 
-// MARK: - The lock
+// MARK: - Backing off
 
-#if defined(__linux__)
+/// How many times a waiter looks again, a spin hint apart, before it stops spinning.
+#define EXCLUSION_BACKOFF_SPINS 64
+/// The first sleep after the spin, and the longest: sleeps double from one to the other.
+#define EXCLUSION_BACKOFF_FIRST_SLEEP_NS 50000
+#define EXCLUSION_BACKOFF_LONGEST_SLEEP_NS 1000000
 
-/// Exclusion's mutual-exclusion lock on Linux: one compare-and-swap to take it, a plain store to
-/// give it back.
+/// The one back-off policy of every wait in Exclusion that looks at something again and again: the
+/// lock's spin before it sleeps in the kernel, a conditional access's spin before it joins the wait
+/// list, and the loops that wait for another thread with nothing to sleep on (a granted waiter, a
+/// read announcing itself, a spin lock's holder).
 ///
-/// Why not `pthread_mutex_t`: glibc takes *and* gives back its mutex with an atomic
-/// read-modify-write, and on the machines we measure each costs about 5 ns, together 80 % of an
-/// uncontended `await access`. No library here gives a lock back with a plain store, because a
-/// store alone can miss a thread that has just gone to sleep. This lock closes that gap from the
-/// sleeper's side, with the asymmetric fence of Linux's `membarrier` system call (the technique
-/// of liburcu and of folly's `asymmetric_thread_fence_heavy`):
-///
-/// - A thread that finds the lock taken spins briefly, then counts itself in `sleepers`, then
-///   calls `membarrier`, which runs a full memory barrier on every other running thread of the
-///   process. What a releaser did before that barrier is visible to the sleeper afterwards; what
-///   a releaser does after it sees the sleeper counted.
-/// - So a releaser that stores 0 and then reads `sleepers` as 0 stored before the barrier, and
-///   the sleeper, which looks at `word` after the barrier, finds the lock free instead of
-///   sleeping. A releaser that reads `sleepers` after the barrier sees it, and wakes a sleeper.
-/// - A sleeper stays counted until it holds the lock, so it fences once per wait, not once per
-///   wake-up. The fence costs a few microseconds, on top of the sleep it precedes.
-///
-/// Where `membarrier` is not available (an old kernel, a seccomp filter), the lock falls back to
-/// the symmetric protocol: releasers exchange instead of storing, and both sides use sequentially
-/// consistent operations. The choice is made once, when the library is loaded, before any lock
-/// can be used.
+/// First it spins: `EXCLUSION_BACKOFF_SPINS` looks, a spin hint apart. Spin hints, not
+/// `sched_yield`: a yield gives the core away for a whole time slice when anything else is
+/// runnable, and Linux then wakes the thread later than one that spun. What a waiter waits for is
+/// usually a few instructions away on another core, and a sleep in the kernel costs more than the
+/// whole spin. After the spin, waits that can't sleep in the kernel sleep for growing intervals,
+/// so that a long wait doesn't burn a core. Start with a zeroed value (`exclusion_backoff()` in
+/// Swift).
 typedef struct {
-    /// 0 when free, 1 when held.
-    uint32_t word;
-    /// How many threads wait for the lock in the kernel, or are about to.
-    uint32_t sleepers;
-    /// 1 while a wake-up is on its way to a sleeper that hasn't run yet: releasers meanwhile don't
-    /// send another, which would cost each of them a system call.
-    uint32_t waking;
-    /// Counts the wake-ups sent; sleepers sleep on it, so a wake-up sent while a thread is about to
-    /// sleep makes it look again instead.
-    uint32_t wakeups;
-} exclusion_lock;
+    uint32_t rounds;
+} exclusion_backoff;
 
-/// Whether waiters fence with `membarrier`, so that releasers may give the lock back with a store.
-extern int exclusion_lock_fenced;
-
-/// Waits for `lock` and takes it: the slow half of `exclusion_lock_lock`.
-void exclusion_lock_wait(exclusion_lock *lock);
-/// Waits for `lock` at most `timeout_ns` nanoseconds; 1 if it took it, 0 if the time ran out.
-int exclusion_lock_wait_at_most(exclusion_lock *lock, int64_t timeout_ns);
-/// Wakes one thread sleeping on `lock`: the slow half of `exclusion_lock_unlock`.
-void exclusion_lock_wake(exclusion_lock *lock);
-
-/// Takes `lock` if it is free; 1 if it did.
-static inline int exclusion_lock_try(exclusion_lock *lock) {
-    uint32_t expected = 0;
-    return __atomic_compare_exchange_n(&lock->word, &expected, 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
-}
-
-/// Takes `lock`, waiting for it as long as it takes.
-static inline void exclusion_lock_lock(exclusion_lock *lock) {
-    if (__builtin_expect(!exclusion_lock_try(lock), 0)) {
-        exclusion_lock_wait(lock);
+/// One look of the spin: gives a spin hint and returns 1 while the spin lasts; returns 0, without
+/// spinning, once `EXCLUSION_BACKOFF_SPINS` looks have passed.
+static inline int exclusion_backoff_spin(exclusion_backoff *backoff) {
+    if (backoff->rounds >= EXCLUSION_BACKOFF_SPINS) {
+        return 0;
     }
+    backoff->rounds += 1;
+    exclusion_spin_hint();
+    return 1;
 }
 
-/// Gives `lock` back, and wakes a sleeper if there is one.
-static inline void exclusion_lock_unlock(exclusion_lock *lock) {
-    if (__builtin_expect(__atomic_load_n(&exclusion_lock_fenced, __ATOMIC_RELAXED), 1)) {
-        __atomic_store_n(&lock->word, 0, __ATOMIC_RELEASE);
-        // Keeps the compiler from reading `sleepers` before the store: the sleeper's barrier
-        // orders the two only in this order.
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
-        if (__builtin_expect(__atomic_load_n(&lock->sleepers, __ATOMIC_RELAXED) != 0, 0)) {
-            exclusion_lock_wake(lock);
-        }
-    } else {
-        __atomic_exchange_n(&lock->word, 0, __ATOMIC_SEQ_CST);
-        if (__builtin_expect(__atomic_load_n(&lock->sleepers, __ATOMIC_SEQ_CST) != 0, 0)) {
-            exclusion_lock_wake(lock);
-        }
+/// Up to `hints` looks of the spin at once, for a caller whose look is costly: returns 1 if any
+/// was left, 0 once the spin is over.
+static inline int exclusion_backoff_spin_hints(exclusion_backoff *backoff, uint32_t hints) {
+    int spun = 0;
+    for (uint32_t hint = 0; hint < hints && exclusion_backoff_spin(backoff); hint++) {
+        spun = 1;
     }
+    return spun;
 }
 
-/// How many threads are counted as waiting for `lock` right now.
-static inline uint32_t exclusion_lock_sleepers(exclusion_lock *lock) {
-    return __atomic_load_n(&lock->sleepers, __ATOMIC_SEQ_CST);
-}
+/// Waits before the caller looks again: a spin hint during the spin, then a sleep that doubles
+/// each time, from `EXCLUSION_BACKOFF_FIRST_SLEEP_NS` up to `EXCLUSION_BACKOFF_LONGEST_SLEEP_NS`.
+void exclusion_backoff_wait(exclusion_backoff *backoff);
 
-/// For tests only: gives `lock` back without waking anyone, the broken variant the lost-wake-up
-/// test must catch.
-void exclusion_lock_test_release_silently(exclusion_lock *lock);
+// MARK: - Time
 
-/// For tests only, in a process of their own: switches every lock to the protocol without
-/// `membarrier`. Call it before any lock is used.
-void exclusion_lock_test_use_fallback(void);
+/// Nanoseconds on the monotonic clock (`CLOCK_MONOTONIC`): what every deadline in Exclusion is
+/// measured against, the lock's included.
+uint64_t exclusion_monotonic_now(void);
 
-#endif
+#include "ExclusionLock.h"
 
 #endif

@@ -1,0 +1,170 @@
+#include "ExclusionShims.h"
+
+#if defined(__linux__)
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <linux/membarrier.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+int exclusion_lock_fenced = 0;
+
+static uint64_t fences = 0;
+
+/// How long a waiter that could not fence sleeps at a time before it looks again.
+#define POLL_NS 1000000
+
+/// Runs when the library is loaded, before any lock can exist: registering is what lets
+/// `MEMBARRIER_CMD_PRIVATE_EXPEDITED` be used later, and the way releasers give a lock back must
+/// not change while anyone holds one. Only on x86-64, where the protocol's argument is checked.
+__attribute__((constructor)) static void exclusion_lock_setup(void) {
+#if defined(__x86_64__)
+    long commands = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    // A failed query or registration (an old kernel, a seccomp filter) leaves the symmetric
+    // protocol, which needs no fence.
+    if (commands > 0 && (commands & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0
+        && syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0) {
+        exclusion_lock_fenced = 1;
+    }
+#endif
+}
+
+void exclusion_lock_init(exclusion_lock *lock) {
+    lock->word = 0;
+    lock->sleepers = 0;
+    lock->waking = 0;
+    lock->quiet = 0;
+}
+
+uint64_t exclusion_lock_fences(void) {
+    return __atomic_load_n(&fences, __ATOMIC_RELAXED);
+}
+
+/// Stops the process with `message`: the kernel refused a futex call on a lock in live memory,
+/// which leaves no way to wait or wake correctly. Better a message than a hang.
+static void fail(const char *message) {
+    ssize_t written = write(2, message, strlen(message));
+    (void)written;  // nothing more can be done if standard error is gone too
+    abort();
+}
+
+/// Starts a contention episode's fence: 1 once every other running thread of the process has run a
+/// full barrier, 0 if the kernel refused.
+static int fence(void) {
+    // Registered by the constructor, so it can only fail if a filter installed since forbids it;
+    // then the waiter polls instead of trusting releasers to see it.
+    if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
+        return 0;
+    }
+    __atomic_fetch_add(&fences, 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
+/// Sleeps while `waking` is 0, until woken or until `until` (absolute, CLOCK_MONOTONIC; none if
+/// NULL).
+static void sleep_on(exclusion_lock *lock, const struct timespec *until) {
+    long result = syscall(
+        SYS_futex, &lock->waking, FUTEX_WAIT_BITSET_PRIVATE, 0, until, NULL, FUTEX_BITSET_MATCH_ANY);
+    // Woken (0), a wake-up already there (EAGAIN), the time up (ETIMEDOUT), a signal (EINTR), or a
+    // spurious return: each sends the waiter back to look at the lock, which is always safe.
+    if (result != 0 && errno != EAGAIN && errno != ETIMEDOUT && errno != EINTR) {
+        fail("Exclusion: the kernel refused to wait on a lock (futex); stopping instead of spinning.\n");
+    }
+}
+
+static struct timespec timespec_at(uint64_t ns) {
+    struct timespec at = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+    return at;
+}
+
+/// Waits for `lock` until `deadline` (CLOCK_MONOTONIC nanoseconds; 0 for no deadline); 1 once it
+/// holds it, 0 if the deadline passed first.
+static int wait_until(exclusion_lock *lock, uint64_t deadline) {
+    exclusion_backoff backoff = {0};
+    while (exclusion_backoff_spin(&backoff)) {
+        if (__atomic_load_n(&lock->word, __ATOMIC_RELAXED) == 0 && exclusion_lock_try(lock)) {
+            return 1;
+        }
+    }
+    // Counted from here on: every release sees `sleepers` non-zero and takes the slow path.
+    uint32_t before = __atomic_fetch_add(&lock->sleepers, 1, __ATOMIC_SEQ_CST);
+    int polling = 0;
+    if (__atomic_load_n(&exclusion_lock_fenced, __ATOMIC_RELAXED) && (before & EXCLUSION_LOCK_EPISODE) == 0) {
+        if (fence()) {
+            __atomic_fetch_or(&lock->sleepers, EXCLUSION_LOCK_EPISODE, __ATOMIC_SEQ_CST);
+        } else {
+            polling = 1;  // a releaser might miss this waiter: look again every POLL_NS
+        }
+    }
+    int took = 0;
+    for (;;) {
+        // Before each look: a wake-up sent after this sets `waking` again, so the sleep below
+        // returns at once instead of missing it.
+        __atomic_store_n(&lock->waking, 0, __ATOMIC_SEQ_CST);
+        if (exclusion_lock_try(lock)) {
+            took = 1;
+            break;
+        }
+        uint64_t now = deadline != 0 || polling ? exclusion_monotonic_now() : 0;
+        if (deadline != 0 && now >= deadline) {
+            break;
+        }
+        uint64_t until = deadline;
+        if (polling && (until == 0 || until > now + POLL_NS)) {
+            until = now + POLL_NS;
+        }
+        struct timespec at = timespec_at(until);
+        sleep_on(lock, until != 0 ? &at : NULL);
+    }
+    __atomic_fetch_sub(&lock->sleepers, 1, __ATOMIC_SEQ_CST);
+    return took;
+}
+
+void exclusion_lock_wait(exclusion_lock *lock) {
+    (void)wait_until(lock, 0);
+}
+
+int exclusion_lock_wait_until(exclusion_lock *lock, uint64_t deadline) {
+    if (exclusion_lock_try(lock)) {
+        return 1;
+    }
+    return wait_until(lock, deadline == 0 ? 1 : deadline);  // 0 means "none" inside
+}
+
+void exclusion_lock_wake(exclusion_lock *lock) {
+    // Orders this release's store to `word` before the reads below. A waiter clears `waking` and
+    // then tries `word`, each a locked instruction: either its try finds the lock free, or this
+    // release finds it counted with `waking` clear, and wakes it.
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    uint32_t sleepers = __atomic_load_n(&lock->sleepers, __ATOMIC_SEQ_CST);
+    if ((sleepers & ~EXCLUSION_LOCK_EPISODE) == 0) {
+        // Nobody waits. A waiter that counts itself after this read finds the lock free, since the
+        // store above is visible. Enough such releases in a row end the episode; the exchange
+        // fails, and the episode goes on, if a waiter came meanwhile.
+        if (sleepers == EXCLUSION_LOCK_EPISODE
+            && __atomic_add_fetch(&lock->quiet, 1, __ATOMIC_RELAXED) >= EXCLUSION_LOCK_QUIET_RELEASES) {
+            uint32_t expected = EXCLUSION_LOCK_EPISODE;
+            __atomic_compare_exchange_n(&lock->sleepers, &expected, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+            __atomic_store_n(&lock->quiet, 0, __ATOMIC_RELAXED);
+        }
+        return;
+    }
+    if (__atomic_load_n(&lock->quiet, __ATOMIC_RELAXED) != 0) {
+        __atomic_store_n(&lock->quiet, 0, __ATOMIC_RELAXED);
+    }
+    uint32_t idle = 0;
+    if (__atomic_load_n(&lock->waking, __ATOMIC_RELAXED) == 0
+        && __atomic_compare_exchange_n(&lock->waking, &idle, 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+        // Returns how many it woke (0 if the sleeper hasn't gone to sleep yet: then `waking` set
+        // stops it from sleeping). Only an invalid address or operation makes it fail.
+        if (syscall(SYS_futex, &lock->waking, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0) < 0) {
+            fail("Exclusion: the kernel refused to wake a thread waiting on a lock (futex); stopping.\n");
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,332 @@
+import Dispatch
+import ExclusionTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Exclusion
+
+#if os(Linux)
+import ExclusionLockTesting
+#endif
+
+// Every timed form gives up at its timeout, whatever it waits for: another access holding the
+// state (or, for a write, reads still inside), or its condition. Each case below asks while another
+// thread holds the state and stays; the holder leaves only once the waiter has given up, or after
+// `patience`. On the engine before timeouts bounded the wait for the state, the synchronous forms
+// waited for the holder to leave, and the awaited and submitted forms gave up seconds late when
+// several ran at once (their drains, blocked on the state, held threads that tasks needed): shown,
+// every case failed.
+
+/// How long a holder stays if the waiter doesn't give up. Long: with the whole suite running on two
+/// cores, a test's task can wait seconds for its turn between two steps, and a holder that left
+/// early would let a late waiter in. A regression fails when it runs out.
+private let patience: Duration = .seconds(300)
+
+private let timeout: Duration = .milliseconds(50)
+
+/// One timed form of one instance, with what can hold the state against it.
+private struct TimedCase: Sendable {
+    let name: String
+    /// Takes the state and calls `inside` from within, so that it is held meanwhile.
+    let hold: @Sendable (_ inside: () -> Void) -> Void
+    /// Asks for the state with `condition` and `timeout`; raises `ran` if its body runs, and
+    /// returns what it threw (nil if it didn't throw).
+    let ask:
+        @Sendable (_ condition: @escaping @Sendable (Int) -> Bool, _ timeout: Duration, _ ran: Flag) async -> (
+            any Error
+        )?
+    /// Whether nothing is left behind: no waiter in line, no thread counted on the lock, the state
+    /// free.
+    let leftNothing: @Sendable () -> Bool
+    /// The state as a plain access sees it afterwards.
+    let value: @Sendable () -> Int
+}
+
+private func error(of body: () throws -> Void) -> (any Error)? {
+    do {
+        try body()
+        return nil
+    } catch {
+        return error
+    }
+}
+
+/// The cases, each on an instance of its own, made anew for each test.
+private func exclusiveCases() -> [TimedCase] {
+    let box = Exclusive(0, label: "box")
+    let hold: @Sendable (_ inside: () -> Void) -> Void = { inside in
+        box.access { value in
+            value += 1
+            inside()
+        }
+    }
+    let leftNothing: @Sendable () -> Bool = {
+        #if os(Linux)
+        guard exclusion_lock_testing_waiters(box._engine._lock._handle) == 0 else { return false }
+        #endif
+        return box._engine._waitList.waiting == 0 && box._engine._waitList.threadsAsleep == 0
+    }
+    let value: @Sendable () -> Int = { syncAccess(box) { $0 } }
+    return [
+        TimedCase(
+            name: "Exclusive, blocking", hold: hold,
+            ask: { condition, timeout, ran in
+                await onItsOwnThread {
+                    error { try box.access(when: condition, timeout: timeout) { _ in ran.raise() } }
+                }
+            }, leftNothing: leftNothing, value: value),
+        TimedCase(
+            name: "Exclusive, awaited", hold: hold,
+            ask: { condition, timeout, ran in
+                do {
+                    try await box.access(when: condition, timeout: timeout) { _ in ran.raise() }
+                    return nil
+                } catch { return error }
+            }, leftNothing: leftNothing, value: value),
+        TimedCase(
+            name: "Exclusive, submitted", hold: hold,
+            ask: { condition, timeout, ran in
+                await withCheckedContinuation { continuation in
+                    box.accessAsync(when: condition, timeout: timeout, { _ in ran.raise() }, deliverOn: .global()) {
+                        result in
+                        if case .failure(let error) = result {
+                            continuation.resume(returning: error)
+                        } else {
+                            continuation.resume(returning: nil)
+                        }
+                    }
+                }
+            }, leftNothing: leftNothing, value: value),
+    ]
+}
+
+private func readersWriterCases() -> [TimedCase] {
+    let index = ReadersWriter(0, label: "index")
+    let holdRead: @Sendable (_ inside: () -> Void) -> Void = { inside in index.read { _ in inside() } }
+    let holdWrite: @Sendable (_ inside: () -> Void) -> Void = { inside in
+        index.write { value in
+            value += 1
+            inside()
+        }
+    }
+    let leftNothing: @Sendable () -> Bool = {
+        index._engine._waitList.waiting == 0 && index._engine._waitList.threadsAsleep == 0
+            && index.writeIfAvailable({ _ in }) != nil
+    }
+    let value: @Sendable () -> Int = { syncRead(index) { $0 } }
+    let blockingWrite:
+        @Sendable (_ condition: @escaping @Sendable (Int) -> Bool, _ timeout: Duration, _ ran: Flag) async
+            -> (any Error)? = { condition, timeout, ran in
+                await onItsOwnThread {
+                    error { try index.write(when: condition, timeout: timeout) { _ in ran.raise() } }
+                }
+            }
+    let awaitedWrite:
+        @Sendable (_ condition: @escaping @Sendable (Int) -> Bool, _ timeout: Duration, _ ran: Flag) async
+            -> (any Error)? = { condition, timeout, ran in
+                do {
+                    try await index.write(when: condition, timeout: timeout) { _ in ran.raise() }
+                    return nil
+                } catch { return error }
+            }
+    return [
+        TimedCase(
+            name: "ReadersWriter, blocking write under a read", hold: holdRead, ask: blockingWrite,
+            leftNothing: leftNothing, value: value),
+        TimedCase(
+            name: "ReadersWriter, blocking write under a write", hold: holdWrite, ask: blockingWrite,
+            leftNothing: leftNothing, value: value),
+        TimedCase(
+            name: "ReadersWriter, awaited write under a read", hold: holdRead, ask: awaitedWrite,
+            leftNothing: leftNothing, value: value),
+        TimedCase(
+            name: "ReadersWriter, awaited write under a write", hold: holdWrite, ask: awaitedWrite,
+            leftNothing: leftNothing, value: value),
+        TimedCase(
+            name: "ReadersWriter, blocking read under a write", hold: holdWrite,
+            ask: { condition, timeout, ran in
+                await onItsOwnThread {
+                    error { _ = try index.read(when: condition, timeout: timeout) { _ in ran.raise() } }
+                }
+            }, leftNothing: leftNothing, value: value),
+        TimedCase(
+            name: "ReadersWriter, awaited read under a write", hold: holdWrite,
+            ask: { condition, timeout, ran in
+                do {
+                    _ = try await index.read(when: condition, timeout: timeout) { _ in ran.raise() }
+                    return nil
+                } catch { return error }
+            }, leftNothing: leftNothing, value: value),
+    ]
+}
+
+private func allCases() -> [TimedCase] { exclusiveCases() + readersWriterCases() }
+
+/// The cases' names, as the tests' arguments; each test makes its case anew from the name.
+private let caseNames = allCases().map(\.name)
+
+private func timedCase(_ name: String) -> TimedCase { allCases().first { $0.name == name }! }
+
+@Suite("Timeouts bound every wait", .timeLimit(.minutes(10)))
+struct TimeoutTests {
+    @Test(arguments: caseNames)
+    func aTimedAccessGivesUpWhileAnotherHoldsTheState(_ name: String) async {
+        let timed = timedCase(name)
+        let before = timed.value()
+        let entered = Flag()
+        let waiterDone = Flag()
+        let holderSawIt = Recorder<Bool>()
+        let holderLeft = Countdown(1)
+        onNewThread {
+            timed.hold {
+                entered.raise()
+                holderSawIt.record(waiterDone.wait(timeout: patience))
+            }
+            holderLeft.arrive()
+        }
+        #expect(await eventually { entered.isRaised })
+        let ran = Flag()
+        let started = ContinuousClock.now
+        let thrown = await timed.ask({ _ in true }, timeout, ran)
+        let waited = ContinuousClock.now - started
+        waiterDone.raise()
+        await holderLeft.wait()
+
+        #expect(holderSawIt.values == [true], "it gave up only after the holder left")
+        #expect(waited >= timeout)
+        let timeoutError = thrown as? TimeoutError
+        #expect(timeoutError?.cause == .stateHeld)
+        #expect(timeoutError?.timeout == timeout)
+        #expect(timeoutError?.description.contains("other accesses held its state") == true)
+        #expect(!ran.isRaised)
+        // The holder's change stays, and nothing of the waiter's is left behind (the submitted
+        // form's turn in line may run once the holder has left: it finds the waiter gone).
+        #expect(timed.value() == before + (timed.name.contains("under a read") ? 0 : 1))
+        #expect(await eventually { timed.leftNothing() })
+    }
+
+    @Test func aWriteThatGaveUpOnReadersInsidePutsTheReadBiasBack() async {
+        // Reads inside on their fast path: the write withdrew the bias to wait for them, and must
+        // put it back when it gives up, or every later read takes the slow path.
+        let index = ReadersWriter(0, label: "index")
+        let entered = Flag()
+        let leave = Flag()
+        let holderLeft = Countdown(1)
+        onNewThread {
+            index.read { _ in
+                entered.raise()
+                leave.wait(timeout: patience)
+            }
+            holderLeft.arrive()
+        }
+        entered.wait()
+        let thrown = await onItsOwnThread {
+            error { try index.write(when: { _ in true }, timeout: timeout) { _ in } }
+        }
+        #expect((thrown as? TimeoutError)?.cause == .stateHeld)
+        let biased = index._engine._lock._readBias.load(ordering: .sequentiallyConsistent)
+        #expect(biased)
+        leave.raise()
+        await holderLeft.wait()
+    }
+
+    @Test(arguments: caseNames)
+    func aTimedAccessWhoseConditionStaysFalseSaysSo(_ name: String) async {
+        let timed = timedCase(name)
+        let ran = Flag()
+        let thrown = await timed.ask({ _ in false }, timeout, ran)
+        let timeoutError = thrown as? TimeoutError
+        #expect(timeoutError?.cause == .conditionFalse)
+        #expect(timeoutError?.description.contains("its condition was false") == true)
+        #expect(!ran.isRaised)
+        #expect(await eventually { timed.leftNothing() })
+    }
+
+    @Test func theDefaultCauseIsTheCondition() {
+        #expect(TimeoutError(label: "jobs", timeout: .seconds(1)).cause == .conditionFalse)
+        #expect(
+            TimeoutError(label: "jobs", timeout: .seconds(1), cause: .stateHeld)
+                != TimeoutError(label: "jobs", timeout: .seconds(1)))
+    }
+}
+
+/// Whether the other waiters are still served when a woken thread gives up before it can take the
+/// state back. Two threads wait for an item, the first with a timeout. A write adds one item; its
+/// release wakes the first thread only, and a read that queued behind the write takes the state
+/// before that thread can, and stays until the thread has given up. Once the read leaves, the
+/// second thread must get the item, with no further write to wake it. A round in which the first
+/// thread didn't give up that way (the read came late, or the thread timed out before the write)
+/// proves nothing, and another runs.
+///
+/// It runs on a thread of its own and blocks: a test task can wait seconds for its turn when the
+/// whole suite runs on two cores, longer than the first thread's timeout.
+private func othersAreServedWhenAWokenThreadGivesUp(_ index: ReadersWriter<Int>, patience: Duration) -> Bool {
+    let waitList = index._engine._waitList
+    for _ in 0..<20 {
+        let first = Recorder<String>()
+        let secondRan = Flag()
+        let finished = Atomic<Int>(0)
+        onNewThread {
+            do {
+                try index.write(when: { $0 > 0 }, timeout: .seconds(1)) { $0 -= 1 }
+                first.record("ran")
+            } catch let error as TimeoutError {
+                first.record(error.cause == .stateHeld ? "gave up after a wake-up" : "timed out asleep")
+            } catch {
+                first.record("\(error)")
+            }
+            finished.add(1, ordering: .sequentiallyConsistent)
+        }
+        _ = spin(until: { waitList.threadsAsleep == 1 || !first.values.isEmpty }, timeout: patience)
+        onNewThread {
+            try? index.write(when: { $0 > 0 }) { $0 -= 1 }
+            secondRan.raise()
+            finished.add(1, ordering: .sequentiallyConsistent)
+        }
+        _ = spin(until: { waitList.threadsAsleep + first.values.count == 2 }, timeout: patience)
+        let writing = Flag()
+        onNewThread {
+            writing.wait()
+            index.read { _ in
+                // Stays until the first thread is done, so that it can't take the state back.
+                _ = spin(until: { !first.values.isEmpty }, timeout: patience)
+            }
+            finished.add(1, ordering: .sequentiallyConsistent)
+        }
+        index.write { value in
+            value += 1
+            writing.raise()
+            // Gives the read time to queue up behind this write: a round in which it didn't proves
+            // nothing, and is run again.
+            for _ in 0..<1_000 { sched_yield() }
+        }
+        _ = spin(until: { !first.values.isEmpty }, timeout: patience)
+        var served = true
+        if first.values == ["gave up after a wake-up"] {
+            served = spin(until: { secondRan.isRaised }, timeout: patience)
+        }
+        // Ends the round: an item for the second thread if it still waits, whether stranded or not.
+        if !secondRan.isRaised { index.write { $0 += 1 } }
+        _ = spin(until: { finished.load(ordering: .sequentiallyConsistent) == 3 }, timeout: patience)
+        index.write { $0 = 0 }
+        if first.values == ["gave up after a wake-up"] { return served }
+    }
+    Issue.record("in 20 rounds the woken thread never gave up behind the read")
+    return true
+}
+
+@Suite("A woken waiter that gives up", .timeLimit(.minutes(5)))
+struct GivingUpTests {
+    @Test func leavesTheOtherWaitersServed() async {
+        let index = ReadersWriter(0, label: "index")
+        #expect(await onItsOwnThread { othersAreServedWhenAWokenThreadGivesUp(index, patience: .seconds(60)) })
+    }
+
+    @Test func aVariantThatChecksNobodyInItsPlaceStrandsTheSecondWaiter() async {
+        await withKnownIssue("the second thread sleeps with its condition true until another write") {
+            let index = ReadersWriter(0, label: "index", faults: .noRecheckAfterGivingUp)
+            #expect(await onItsOwnThread { othersAreServedWhenAWokenThreadGivesUp(index, patience: .seconds(2)) })
+        }
+    }
+}
