@@ -12,9 +12,12 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
+        // Reading the time-stamp counter, which Swift can't.
+        .target(name: "BenchmarkShims", path: "Shims"),
         .executableTarget(
             name: "ExclusionBenchmarks",
             dependencies: [
+                "BenchmarkShims",
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "Exclusion", package: "Exclusion"),
             ],

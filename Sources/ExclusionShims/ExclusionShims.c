@@ -1,5 +1,6 @@
 #include "ExclusionShims.h"
 
+#include <sched.h>
 #include <time.h>
 
 _Thread_local exclusion_thread_record exclusion_thread __attribute__((tls_model("initial-exec")));
@@ -27,7 +28,14 @@ void exclusion_backoff_wait(exclusion_backoff *backoff) {
     if (exclusion_backoff_spin(backoff)) {
         return;
     }
-    uint32_t doublings = backoff->rounds - EXCLUSION_BACKOFF_SPINS;
+    if (backoff->rounds < EXCLUSION_BACKOFF_SPINS + EXCLUSION_BACKOFF_YIELDS) {
+        backoff->rounds += 1;
+        // Returns at once when nothing else is runnable here; otherwise what runs may be the very
+        // thread this one waits for. Its result says nothing worth acting on.
+        (void)sched_yield();
+        return;
+    }
+    uint32_t doublings = backoff->rounds - EXCLUSION_BACKOFF_SPINS - EXCLUSION_BACKOFF_YIELDS;
     uint64_t sleep_ns = EXCLUSION_BACKOFF_LONGEST_SLEEP_NS;
     if (doublings < 16) {
         uint64_t grown = (uint64_t)EXCLUSION_BACKOFF_FIRST_SLEEP_NS << doublings;

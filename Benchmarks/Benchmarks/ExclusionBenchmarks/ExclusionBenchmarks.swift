@@ -207,6 +207,10 @@ let benchmarks: @Sendable () -> Void = {
     // MARK: - Waiting for state
 
     waitingBenchmarks()
+
+    // MARK: - The contention matrix
+
+    contentionBenchmarks()
 }
 
 /// Runs `body` a thousand times: one "operation" of the single-threaded rows.

@@ -71,8 +71,11 @@ extension _Engine {
     ) throws(TimeoutError) -> Outbox {
         var outbox = outbox
         var backoff = exclusion_backoff()
-        while exclusion_backoff_spin_hints(&backoff, Self._spinHintsPerLook) != 0 {
+        var spinning = true
+        while spinning {
+            // The spin happens with the state let go of, so that the access it waits for can run.
             unlockExclusively(thread, outbox)
+            spinning = exclusion_backoff_spin_hints(&backoff, Self._spinHintsPerLook) != 0
             guard let again = _lockExclusively(thread, before: limit?.deadline, file: file, line: line) else {
                 throw limit!.error(on: label, waitingFor: .stateHeld)
             }

@@ -86,7 +86,10 @@ static inline void exclusion_spin_hint(void) {
 
 /// How many times a waiter looks again, a spin hint apart, before it stops spinning.
 #define EXCLUSION_BACKOFF_SPINS 64
-/// The first sleep after the spin, and the longest: sleeps double from one to the other.
+/// How many times a waiter that can't sleep in the kernel then yields the processor, looking again
+/// after each, before it sleeps.
+#define EXCLUSION_BACKOFF_YIELDS 32
+/// The first sleep after the yields, and the longest: sleeps double from one to the other.
 #define EXCLUSION_BACKOFF_FIRST_SLEEP_NS 50000
 #define EXCLUSION_BACKOFF_LONGEST_SLEEP_NS 1000000
 
@@ -96,12 +99,14 @@ static inline void exclusion_spin_hint(void) {
 /// read announcing itself, a spin lock's holder).
 ///
 /// First it spins: `EXCLUSION_BACKOFF_SPINS` looks, a spin hint apart. Spin hints, not
-/// `sched_yield`: a yield gives the core away for a whole time slice when anything else is
-/// runnable, and Linux then wakes the thread later than one that spun. What a waiter waits for is
-/// usually a few instructions away on another core, and a sleep in the kernel costs more than the
-/// whole spin. After the spin, waits that can't sleep in the kernel sleep for growing intervals,
-/// so that a long wait doesn't burn a core. Start with a zeroed value (`exclusion_backoff()` in
-/// Swift).
+/// `sched_yield`: a yield gives the core away when anything else is runnable, and Linux then runs
+/// the thread again later than one that spun. What a waiter waits for is usually a few
+/// instructions away on another core, and a sleep in the kernel costs more than the whole spin.
+/// Waits that end there (the lock sleeps in the kernel next) use only this part. The others yield
+/// next, `EXCLUSION_BACKOFF_YIELDS` times: by then what they wait for is most likely a thread that
+/// isn't running (a woken waiter not yet scheduled), and a yield lends it this core. Then they
+/// sleep for growing intervals, so that a long wait doesn't burn a core. Start with a zeroed value
+/// (`exclusion_backoff()` in Swift).
 typedef struct {
     uint32_t rounds;
 } exclusion_backoff;
@@ -127,8 +132,9 @@ static inline int exclusion_backoff_spin_hints(exclusion_backoff *backoff, uint3
     return spun;
 }
 
-/// Waits before the caller looks again: a spin hint during the spin, then a sleep that doubles
-/// each time, from `EXCLUSION_BACKOFF_FIRST_SLEEP_NS` up to `EXCLUSION_BACKOFF_LONGEST_SLEEP_NS`.
+/// Waits before the caller looks again: a spin hint during the spin, then a yield, then a sleep
+/// that doubles each time, from `EXCLUSION_BACKOFF_FIRST_SLEEP_NS` up to
+/// `EXCLUSION_BACKOFF_LONGEST_SLEEP_NS`.
 void exclusion_backoff_wait(exclusion_backoff *backoff);
 
 // MARK: - Time
