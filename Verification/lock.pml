@@ -23,10 +23,11 @@
  *   CLEAR_ON_EXIT                 broken: a waiter clears `waking` again as it leaves
  *   SLEEP_ON_COUNTER              broken: sleepers sleep on a wake-up counter, which wraps around
  *   PLAIN_STORE_FALLBACK          broken (with FALLBACK): the symmetric release uses a plain store
+ *   NO_FENCE_WHILE_COUNTED        broken (with MEMBARRIER_CAN_FAIL): a waiter skips the fence
+ *                                 whenever another waiter is counted, marked episode or not
  *
- * And two changes that are not bugs (both hold; README.md says why):
+ * And a change that is not a bug (it holds; README.md says why):
  *   MARK_BEFORE_FENCE             the episode is marked before its fence
- *   NO_FENCE_WHILE_COUNTED        a waiter skips the fence whenever another waiter is counted
  */
 
 #define N 3
