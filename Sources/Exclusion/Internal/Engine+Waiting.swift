@@ -105,7 +105,8 @@ extension _Engine {
     ) throws(TimeoutError) -> Outbox {
         let waiter = _Waiter<State>(thread: condition)
         _waitList.enqueue(waiter)
-        unlockExclusively(thread, outbox)
+        // Others may need serving (the access ran what was submitted before it), but not this one.
+        _serveWaitersAndUnlock(thread, outbox, skipping: waiter)
         let semaphore = waiter.semaphore!
         // Reported once if it lasts past the stuck-wait threshold, then waited for as asked.
         var reportAt = _watchesWaits ? _Deadline(after: _StuckWait.threshold!) : nil
@@ -139,7 +140,7 @@ extension _Engine {
                 throw limit.error(on: label, waitingFor: .conditionFalse)
             }
             _waitList.waitAgain(waiter)
-            unlockExclusively(thread, outbox)
+            _serveWaitersAndUnlock(thread, outbox, skipping: waiter)
         }
     }
 

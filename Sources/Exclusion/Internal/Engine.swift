@@ -244,10 +244,12 @@ extension _Engine {
     /// The release after an exclusive access while accesses wait for conditions: checks them
     /// first, with the state still held.
     @usableFromInline
-    func _serveWaitersAndUnlock(_ thread: _CurrentThread, _ deliveries: consuming Outbox) {
+    func _serveWaitersAndUnlock(
+        _ thread: _CurrentThread, _ deliveries: consuming Outbox, skipping joiner: _Waiter<State>? = nil
+    ) {
         var deliveries = deliveries
         var woken: DispatchSemaphore?
-        while let run = _waitList.nextReady(_state, woken: &woken) {
+        while let run = _waitList.nextReady(_state, woken: &woken, skipping: joiner) {
             run(&_state.pointee, &deliveries)
         }
         _leaveAndUnlock(thread, deliveries)

@@ -2,6 +2,7 @@ import Dispatch
 import Synchronization
 
 /// One access waiting for a condition on the state.
+@usableFromInline
 final class _Waiter<State>: @unchecked Sendable {
     // @unchecked: every var is only touched while the wait list's lock is held; the closures taken
     // out of it are called by the one thread that took them.
@@ -289,14 +290,16 @@ class _WaitList<State>: @unchecked Sendable {
     ///
     /// The caller runs each body returned and asks again, since the body changed the state.
     /// `woken` receives the semaphore of the thread to wake: the caller signals it once it has
-    /// released the state, so that the thread doesn't wake only to wait for the lock.
+    /// released the state, so that the thread doesn't wake only to wait for the lock. `joiner` is a
+    /// thread that has just joined the list after finding its condition false with the state held:
+    /// looking at it again in the same release would be wasted.
     func nextReady(
-        _ state: UnsafeMutablePointer<State>, woken: inout DispatchSemaphore?
+        _ state: UnsafeMutablePointer<State>, woken: inout DispatchSemaphore?, skipping joiner: _Waiter<State>?
     ) -> (@Sendable (inout sending State, inout Outbox) -> Void)? {
         let grantAfter = lossesBeforeGrant
         _lock.lock()
         defer { _lock.unlock() }
-        for waiter in _waiters where waiter.status == .waiting {
+        for waiter in _waiters where waiter.status == .waiting && waiter !== joiner {
             guard !(woken != nil && waiter.isThread), let condition = waiter.condition, condition(state.pointee)
             else { continue }
             guard let semaphore = waiter.semaphore else {

@@ -45,14 +45,14 @@ final class FaultyWaitList<State>: _WaitList<State>, @unchecked Sendable {
     }
 
     override func nextReady(
-        _ state: UnsafeMutablePointer<State>, woken: inout DispatchSemaphore?
+        _ state: UnsafeMutablePointer<State>, woken: inout DispatchSemaphore?, skipping joiner: _Waiter<State>?
     ) -> (@Sendable (inout sending State, inout Outbox) -> Void)? {
         if faults.contains(.signalOnly) { return nil }
         if faults.contains(.wakesEveryone) {
             wakeEveryThreadWithoutChecking()
             return nil
         }
-        return super.nextReady(state, woken: &woken)
+        return super.nextReady(state, woken: &woken, skipping: joiner)
     }
 }
 
