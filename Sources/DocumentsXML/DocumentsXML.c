@@ -6,7 +6,9 @@
 
 #include "DocumentsXML.h"
 
+#include <libxml/HTMLparser.h>
 #include <libxml/SAX2.h>
+#include <libxml/entities.h>
 #include <libxml/parser.h>
 #include <libxml/parserInternals.h>
 #include <libxml/xmlerror.h>
@@ -93,8 +95,9 @@ static void characters(void *context, const xmlChar *bytes, int length) {
     if (state->title_depth > 0) append(state, &state->title, (const char *)bytes, (size_t)length);
 }
 
-// External entities and DTDs are refused where libxml2 looks them up, so none is ever opened,
-// whatever the parser's global entity loader is.
+// External general entities are refused where libxml2 looks them up, and external parameter
+// entities and DTDs are never read, so no file is ever opened, whatever the parser's global entity
+// loader is.
 static xmlEntityPtr refuse_external(void *context, const char *reference) {
     xmlParserCtxtPtr parser = context;
     char message[300];
@@ -104,10 +107,61 @@ static xmlEntityPtr refuse_external(void *context, const char *reference) {
     return NULL;
 }
 
+// MARK: - The entities of well-known DTDs
+
+/// The public identifiers whose external subset declares the HTML 4 entity sets (Latin-1, symbols
+/// and special characters: the 253 names libxml2's HTML parser knows). A document whose DOCTYPE
+/// names one of them gets those entities without the DTD ever being read.
+static const char *const html4_entity_dtds[] = {
+    "-//W3C//DTD XHTML 1.0 Strict//EN",
+    "-//W3C//DTD XHTML 1.0 Transitional//EN",
+    "-//W3C//DTD XHTML 1.0 Frameset//EN",
+    "-//W3C//DTD XHTML 1.1//EN",
+    "-//W3C//DTD XHTML Basic 1.0//EN",
+    "-//W3C//DTD XHTML Basic 1.1//EN",
+    "-//W3C//DTD XHTML+RDFa 1.0//EN",
+    "-//W3C//DTD XHTML+RDFa 1.1//EN",
+    "-//W3C//DTD HTML 4.01//EN",
+    "-//W3C//DTD HTML 4.01 Transitional//EN",
+    "-//W3C//DTD HTML 4.01 Frameset//EN",
+};
+
+static int declares_html4_entities(const xmlChar *public_id) {
+    if (public_id == NULL) return 0;
+    for (size_t index = 0; index < sizeof html4_entity_dtds / sizeof *html4_entity_dtds; index++) {
+        if (strcmp((const char *)public_id, html4_entity_dtds[index]) == 0) return 1;
+    }
+    return 0;
+}
+
+/// The entity `name` as the document's external subset declares it, when that subset is one of
+/// the well-known DTDs above: declared on the fly in the document's DTD, so that libxml2 expands it
+/// as it would have after reading the real one. NULL when the DTD is not known, or doesn't declare
+/// it. A standalone document may not use the external subset's entities (XML 1.0, WFC: Entity
+/// Declared), so it gets none.
+static xmlEntityPtr well_known_entity(xmlParserCtxtPtr parser, const xmlChar *name) {
+    if (parser->standalone == 1 || parser->myDoc == NULL || parser->myDoc->intSubset == NULL) return NULL;
+    if (!declares_html4_entities(parser->myDoc->intSubset->ExternalID)) return NULL;
+    const htmlEntityDesc *known = htmlEntityLookup(name);
+    if (known == NULL) return NULL;
+    xmlChar text[8];
+    int length = xmlCopyCharMultiByte(text, (int)known->value);
+    if (length <= 0) return NULL;
+    text[length] = 0;
+    return xmlAddDocEntity(parser->myDoc, name, XML_INTERNAL_GENERAL_ENTITY, NULL, NULL, text);
+}
+
+// MARK: - Entities
+
 static xmlEntityPtr get_entity(void *context, const xmlChar *name) {
     xmlEntityPtr entity = xmlSAX2GetEntity(context, name);
-    if (entity != NULL && (entity->etype == XML_EXTERNAL_GENERAL_PARSED_ENTITY ||
-                           entity->etype == XML_EXTERNAL_GENERAL_UNPARSED_ENTITY)) {
+    if (entity == NULL) {
+        // Declared in a well-known external subset, or undeclared: libxml2 then decides whether
+        // that is an error (no external subset nor parameter entity reference, or standalone) or
+        // an entity this reader doesn't know and leaves out.
+        return well_known_entity(context, name);
+    }
+    if (entity->etype == XML_EXTERNAL_GENERAL_PARSED_ENTITY || entity->etype == XML_EXTERNAL_GENERAL_UNPARSED_ENTITY) {
         char reference[220];
         snprintf(reference, sizeof reference, "&%.200s;", (const char *)name);
         return refuse_external(context, reference);
@@ -118,9 +172,11 @@ static xmlEntityPtr get_entity(void *context, const xmlChar *name) {
 static xmlEntityPtr get_parameter_entity(void *context, const xmlChar *name) {
     xmlEntityPtr entity = xmlSAX2GetParameterEntity(context, name);
     if (entity != NULL && entity->etype == XML_EXTERNAL_PARAMETER_ENTITY) {
-        char reference[220];
-        snprintf(reference, sizeof reference, "%%%.200s;", (const char *)name);
-        return refuse_external(context, reference);
+        // Declared, so well-formed, but never read: to libxml2 it looks undeclared, which in a
+        // document that references parameter entities is a validity matter, not a well-formedness
+        // one (XML 1.0, 4.1). Its declarations are unknown, so later undeclared entities are too.
+        ((xmlParserCtxtPtr)context)->hasPErefs = 1;
+        return NULL;
     }
     return entity;
 }
@@ -136,7 +192,10 @@ static void external_subset(void *context, const xmlChar *name, const xmlChar *p
 }
 
 static void structured_error(void *context, xmlErrorPtr error) {
-    if (error == NULL || error->level < XML_ERR_ERROR) return;  // warnings don't make a document malformed
+    // Only fatal errors are well-formedness errors. Plain errors are about validity (an entity an
+    // unread DTD may declare) or namespaces (an undeclared prefix), which XML 1.0 doesn't make
+    // malformed; warnings never do.
+    if (error == NULL || error->level < XML_ERR_FATAL) return;
     xmlParserCtxtPtr parser = context;
     fail(parser, error->line, error->message ? error->message : "not well-formed XML");
 }

@@ -21,9 +21,12 @@ typedef struct documents_xml_result {
 
 /// Reads `length` bytes as an XML document through libxml2, without building a tree.
 ///
-/// Internal DTD subsets and their entities work; no external entity or DTD is ever loaded (a
-/// reference to an external entity makes the document malformed), nothing is fetched from a
-/// network, and libxml2's limits on entity expansion stay on.
+/// Internal DTD subsets and their entities work. No external entity or DTD is ever loaded, and
+/// nothing is fetched from a network: a reference to an external general entity makes the document
+/// malformed; an external DTD or parameter entity is skipped, and so are the entities only it could
+/// declare (XML 1.0 makes them a validity matter, not a well-formedness one), but for the HTML 4
+/// entity sets of the well-known XHTML and HTML 4.01 DTDs, which are built in. Namespace errors
+/// don't make a document malformed. libxml2's limits on entity expansion stay on.
 void documents_xml_parse(const void *_Nonnull bytes, size_t length, documents_xml_result *_Nonnull result);
 
 /// Frees what documents_xml_parse put in `result`.
