@@ -33,6 +33,15 @@ struct BankToolTests {
         #expect(bothClosed.status == 1)
     }
 
+    @Test func aReaderThatLeavesEndsTheToolQuietly() throws {
+        // `true` reads nothing and leaves at once: the report meets a pipe with no reader.
+        let run = try runToolInShell("bank", #""$TOOL" simulate --operations 1000 | true; exit ${PIPESTATUS[0]}"#)
+        #expect(run.status == 1)
+        #expect(!run.errors.contains("Error"), "\(run.errors)")
+        #expect(!run.errors.contains("Broken pipe"))
+        #expect(run.errors.contains("progress: 1000/1000"))  // the simulation ran to its end
+    }
+
     @Test func simulateIsTheDefaultSubcommand() throws {
         let run = try bank("--accounts", "5", "--operations", "100", "--concurrency", "readers-writer")
         #expect(run.status == 0, "\(run.errors)")

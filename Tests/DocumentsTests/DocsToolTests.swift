@@ -113,6 +113,30 @@ struct DocsToolTests {
         #expect(list.output.split(separator: "\n").count == 200)
     }
 
+    @Test func aReaderThatLeavesEndsTheToolQuietly() throws {
+        let input = TemporaryFolder("docs-input")
+        defer { input.remove() }
+        let store = TemporaryFolder("docs-store")
+        defer { store.remove() }
+        // Larger than a pipe's buffer, so that the write meets the closed pipe whatever the timing.
+        _ = input.file("big.txt", String(repeating: "word ", count: 100_000))
+        for number in 0..<50 { input.file("doc-\(number).txt", "words \(number)") }
+        let s = store.url.path
+        let i = input.url.path
+        let imported = try shell(#""$TOOL" --store "\#(s)" import "\#(i)" 2>/dev/null | true; exit ${PIPESTATUS[0]}"#)
+        #expect(imported.status == 1)
+        #expect(imported.errors.isEmpty, "\(imported.errors)")
+        #expect(try docs(["--store", s, "list"]).output.split(separator: "\n").count == 51)  // all stored
+        for script in [
+            #""$TOOL" --store "\#(s)" show big.txt --contents | head -c 10; exit ${PIPESTATUS[0]}"#,
+            #""$TOOL" --store "\#(s)" list | true; exit ${PIPESTATUS[0]}"#,
+        ] {
+            let run = try shell(script)
+            #expect(run.status != 0, "\(script)")
+            #expect(run.errors.isEmpty, "\(script): \(run.errors)")
+        }
+    }
+
     @Test func namesAndTitlesCantForgeOutput() throws {
         let input = TemporaryFolder("docs-input")
         defer { input.remove() }
