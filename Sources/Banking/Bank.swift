@@ -195,29 +195,32 @@ public final class Bank: Sendable {
     /// few megabytes.
     public static let announcementBacklogLimit = 65_536
 
+    /// Posts one batch of what was committed, then, if more is waiting, schedules itself again
+    /// behind whatever else was queued meanwhile. One round at a time posts in commit order; giving
+    /// the queue back between batches lets the rest of its work run (completions of
+    /// ``totalBalance(deliverOn:completion:)``, the app's own blocks), instead of piling up behind an
+    /// announcer that never returns while committers keep it busy.
     private func announceChanges() {
+        var posted = false
         announcer.onQueue {
             var batch: [AccountChange] = []
-            while true {
-                // A quarter of the limit at a time, so waiting committers go on before all is posted.
-                store.change { $0.takeUnannounced(into: &batch, limit: max(1, announcer.limit / 4)) }
-                if batch.isEmpty { return }
-                let count = batch.count
-                switch changeNotifications {
-                case .eachChange:
-                    for change in batch {
-                        NotificationCenter.default.post(
-                            name: Bank.accountDidChangeNotification, object: self, userInfo: [Bank.changeKey: change])
-                    }
-                    batch.removeAll(keepingCapacity: true)
-                case .batched:
-                    // Observers may keep the array: hand it over and start a new one.
+            // A quarter of the limit at a time, so waiting committers go on before all is posted.
+            store.change { $0.takeUnannounced(into: &batch, limit: max(1, announcer.limit / 4)) }
+            if batch.isEmpty { return }  // the round is over; the next commit starts another
+            posted = true
+            let count = batch.count
+            switch changeNotifications {
+            case .eachChange:
+                for change in batch {
                     NotificationCenter.default.post(
-                        name: Bank.accountsDidChangeNotification, object: self, userInfo: [Bank.changesKey: batch])
-                    batch = []
+                        name: Bank.accountDidChangeNotification, object: self, userInfo: [Bank.changeKey: change])
                 }
-                announcer.didAnnounce(count)
+            case .batched:
+                NotificationCenter.default.post(
+                    name: Bank.accountsDidChangeNotification, object: self, userInfo: [Bank.changesKey: batch])
             }
+            announcer.didAnnounce(count)
         }
+        if posted { notificationQueue.async { self.announceChanges() } }
     }
 }
