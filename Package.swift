@@ -81,6 +81,7 @@ let package = Package(
             dependencies: [
                 "Documents", "docs", "ExclusionTesting", "ExclusionTestSupport", "ToolTesting",
                 .product(name: "PropertyBased", package: "swift-property-based"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .testTarget(name: "ExclusionTestingTests", dependencies: ["ExclusionTesting", "Exclusion"]),

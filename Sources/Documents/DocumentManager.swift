@@ -11,10 +11,12 @@ import Synchronization
 /// barriers. Expensive work, reading and parsing files, happens in background operations that
 /// report back on a delivery queue (main-thread gravity).
 ///
-/// With a folder, the registry is loaded from the store's database and every change is written
-/// through to it in a durable transaction before the registry changes. Several processes can use
-/// one store at once: each change starts from what the others committed, and a long-lived manager
-/// sees their changes within ``refreshInterval`` (see ``refresh()``).
+/// With a folder, the registry is loaded from the store's database, and every change is committed
+/// to it in a durable transaction first, then applied to the registry. The transaction, and the
+/// sync of the disk it waits for, happen outside the registry: reads go on meanwhile, and see the
+/// change once it is durable. Several processes can use one store at once: each change starts from
+/// what the others committed, and a long-lived manager sees their changes within
+/// ``refreshInterval`` (see ``refresh()``).
 ///
 /// ```swift
 /// let documents = try DocumentManager(directory: folder)
@@ -42,15 +44,17 @@ public final class DocumentManager: Sendable {
         case fail
     }
 
-    let index: ReadersWriter<DocumentIndex>
+    let registry: ReadersWriter<DocumentRegistry>
     /// The database, or nil for a registry in memory.
     let database: DocumentStore?
     /// When the registry should next look for other processes' changes, in uptime nanoseconds.
     private let nextRefresh = Atomic<UInt64>(0)
+    /// Where ``addDocumentName(_:)`` commits names, one after the other, in the order added.
+    private let nameCommits = DispatchQueue(label: "document names")
 
     /// Creates an empty registry in memory, like ``shared``.
     public init() {
-        index = ReadersWriter(DocumentIndex(), label: "document index")
+        registry = ReadersWriter(DocumentRegistry(), label: "document registry")
         database = nil
     }
 
@@ -67,7 +71,7 @@ public final class DocumentManager: Sendable {
     public init(directory: URL, ifMissing: MissingStore = .create) throws(DocumentError) {
         let store = try DocumentStore(directory: directory, ifMissing: ifMissing)
         self.database = store
-        index = ReadersWriter(try store.load(), label: "document index")
+        registry = ReadersWriter(try store.load(), label: "document registry")
         nextRefresh.store(Self.uptime() + Self.refreshNanoseconds, ordering: .relaxed)
     }
 
@@ -83,25 +87,31 @@ public final class DocumentManager: Sendable {
     /// among them, is ignored; so is a name the store can't write.
     ///
     /// Like a dispatch barrier: the name is added alone, and this thread's next ``allDocs`` includes it.
+    /// With a store, the name is listed at once and committed right after, in the background; if
+    /// the commit fails, it leaves the list again.
     public func addDocumentName(_ name: String) {
         guard (try? validateDocumentName(name)) != nil else { return }
-        if let store = database {
-            index.writeAsync { index in _ = try? store.write([.addName(name)], to: &index) }
-        } else {
-            index.writeAsync { index in index.addName(name) }
+        guard database != nil else {
+            registry.writeAsync { registry in registry.addName(name) }
+            return
+        }
+        registry.writeAsync { registry in registry.addPendingName(name) }
+        nameCommits.async { [self] in
+            let stored = (try? commit([.addName(name)])) != nil
+            registry.writeAsync { registry in registry.settlePendingName(name, stored: stored) }
         }
     }
 
     /// Every document name, in the order added: a copy, so it can't change under you.
     public var allDocs: [String] {
         refreshIfDue()
-        return index.read { $0.names }
+        return registry.read { $0.names }
     }
 
     /// What is known about the document called `name`, or nil.
     public func info(for name: String) -> DocumentInfo? {
         refreshIfDue()
-        return index.read { $0.infos[name] }
+        return registry.read { $0.infos[name] }
     }
 
     /// Brings the registry up to date with what other processes committed to the store, now.
@@ -129,17 +139,28 @@ public final class DocumentManager: Sendable {
         try? lookForChanges()  // A store that can't be read now leaves the registry as it was.
     }
 
-    /// Reads what other processes committed without holding the registry, then takes it in,
-    /// unless a change of this process caught up first (it reads inside its own transaction).
+    /// Reads what other processes committed without holding the registry, then takes it in, unless
+    /// a commit of this process brought the registry further meanwhile (it only moves forward).
     private func lookForChanges() throws(DocumentError) {
         guard let store = database else { return }
         // Only the marks: a copy of the registry held here would make the write below copy it all.
-        let known = index.read { (revision: $0.revision, removals: $0.removals) }
-        let changes = try store.changes(since: known)
-        if case .none = changes { return }
-        index.write { index in
-            if index.revision == known.revision { index.apply(changes) }
-        }
+        let known = registry.read { $0.marks }
+        let update = try store.update(since: known)
+        if case .unchanged = update { return }
+        registry.write { registry in registry.apply(update) }
+    }
+
+    /// Commits `changes` to the store in one durable transaction, without holding the registry,
+    /// then applies what was committed to the registry. Commits of several threads may land in any
+    /// order: each one carries what was committed before it, and the registry takes in only what is
+    /// newer than what it has.
+    @discardableResult
+    private func commit(_ changes: [StoreChange]) throws(DocumentError) -> StoreCommit {
+        guard let store = database else { preconditionFailure("commit needs a store") }
+        let known = registry.read { $0.marks }
+        let commit = try store.commit(changes, after: known)
+        registry.write { registry in registry.apply(commit) }
+        return commit
     }
 
     private static let refreshNanoseconds =
@@ -178,8 +199,8 @@ public final class DocumentManager: Sendable {
             guard let data = try store.contents(of: name) else { throw .notFound(name) }
             return data
         }
-        return try await index.read { (index) throws(DocumentError) -> Data in
-            guard let data = index.contents[name] else { throw .notFound(name) }
+        return try await registry.read { (registry) throws(DocumentError) -> Data in
+            guard let data = registry.contents[name] else { throw .notFound(name) }
             return data
         }
     }
@@ -190,12 +211,12 @@ public final class DocumentManager: Sendable {
     ///   ``DocumentError/io(_:)``.
     public func remove(_ name: String) async throws(DocumentError) {
         try validateDocumentName(name)
-        try await index.write { [database] (index) throws(DocumentError) in
-            if let database {
-                guard try database.write([.remove(name)], to: &index) == [true] else { throw .notFound(name) }
-            } else {
-                guard index.contains(name) else { throw .notFound(name) }
-                index.remove(name)
+        if database != nil {
+            guard try commit([.remove(name)]).applied == [true] else { throw .notFound(name) }
+        } else {
+            try await registry.write { (registry) throws(DocumentError) in
+                guard registry.contains(name) else { throw .notFound(name) }
+                registry.remove(name)
             }
         }
         DispatchQueue.main.async { self.postDidChange() }
@@ -203,11 +224,11 @@ public final class DocumentManager: Sendable {
 
     /// Stores parsed documents, all or none: with a store, in one transaction.
     func storeDocuments(_ documents: [(info: DocumentInfo, data: Data)]) throws(DocumentError) {
-        try index.write { [database] (index) throws(DocumentError) in
-            if let database {
-                _ = try database.write(documents.map { .save($0.info, $0.data) }, to: &index)
-            } else {
-                for document in documents { index.put(document.info, contents: document.data) }
+        if database != nil {
+            try commit(documents.map { .save($0.info, $0.data) })
+        } else {
+            registry.write { registry in
+                for document in documents { registry.put(document.info, contents: document.data) }
             }
         }
     }

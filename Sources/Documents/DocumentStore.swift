@@ -1,52 +1,29 @@
-import Dispatch
-import Exclusion
 import Foundation
 import GRDB
 
 /// The database behind a ``DocumentManager`` on disk: one SQLite file, `documents.sqlite`, in WAL
 /// mode, through GRDB.
 ///
-/// The database is the truth; the manager's registry in memory is loaded from it and kept up to
-/// date with it. Every write transaction first catches the registry up with what other processes
-/// committed, then changes the database, then bumps the store's revision. A write made by another
-/// process is therefore never overwritten by a stale copy: SQLite runs write transactions one at a
-/// time across processes, and each starts from what is committed.
+/// The database is the truth; the manager's registry in memory is loaded from it and follows it.
+/// The store never touches the registry: it reads what was committed, and commits changes, and
+/// returns what it committed for the manager to apply (``DocumentRegistry``). Every write
+/// transaction first reads what other processes committed since the revision the caller knows,
+/// then changes the database, then bumps the store's revision; SQLite runs write transactions one
+/// at a time across processes, so a write made elsewhere is never overwritten by a stale copy.
 ///
 /// Commits are durable: `synchronous = FULL` makes SQLite sync the write-ahead log before a commit
 /// returns, so a save that returned survives a power loss (with `NORMAL`, WAL mode may lose the
-/// last commits then, though never to a crash of the process alone).
-///
-/// Checkpoints (copying committed pages from the log into the database file) run on a connection
-/// and a thread of their own, not inside a commit as SQLite's automatic checkpoint would: a large
-/// import keeps writing while the previous batches are copied, on the other core. A commit is
-/// durable before its checkpoint; the checkpoint only keeps the log short.
+/// last commits then, though never to a crash of the process alone). Checkpoints run apart
+/// (``StoreCheckpointer``); the tables are in ``StoreSchema``.
 ///
 /// Nothing else in the store's folder is ever read, moved or deleted: only `documents.sqlite` and
 /// the `-wal` and `-shm` files SQLite keeps beside it.
 final class DocumentStore: Sendable {
     static let fileName = "documents.sqlite"
-    /// `PRAGMA application_id`: tells this store from any other SQLite file ("ExDc").
-    private static let applicationID: Int32 = 0x4578_4463
-    private static let schemaVersion = 1
 
     let path: String
     private let pool: DatabasePool
-    /// The connection that checkpoints, used only on `checkpoints`.
-    private let checkpointer: DatabaseQueue
-    private let checkpoints = DispatchQueue(label: "document store checkpoints")
-    /// Bytes committed since the last checkpoint was scheduled (roughly: documents and a little
-    /// per row), and whether one is scheduled.
-    private let uncheckpointed = Exclusive(Uncheckpointed(), label: "document store log size")
-
-    private struct Uncheckpointed {
-        var bytes = 0
-        var scheduled = false
-    }
-
-    /// A quarter of SQLite's own threshold for its automatic checkpoint (1,000 pages of 4 KiB): an
-    /// import checkpoints after each batch, while it parses and writes the next ones, so little is
-    /// left to copy when it ends.
-    private static let checkpointThreshold = 1 << 20
+    private let checkpointer: StoreCheckpointer
 
     /// Opens the store in `directory`; creates the folder and the database if `ifMissing` says so.
     init(directory: URL, ifMissing: DocumentManager.MissingStore) throws(DocumentError) {
@@ -76,22 +53,16 @@ final class DocumentStore: Sendable {
             // isn't a store is first looked at through a connection that can't write.
             if exists { try Self.checkReadOnly(path: path, configuration: configuration) }
             pool = try DatabasePool(path: path, configuration: configuration)
-            checkpointer = try DatabaseQueue(path: path, configuration: configuration)
-            try checkpointer.inDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+            checkpointer = try StoreCheckpointer(path: path, configuration: configuration)
             try pool.writeWithoutTransaction { db in
                 // GRDB sets NORMAL for WAL mode; only FULL syncs the log at every commit.
                 try db.execute(sql: "PRAGMA synchronous = FULL")
-                // Checkpoints run in the background instead (see above).
+                // Checkpoints run in the background instead.
                 try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
-                try db.inTransaction(.immediate) {
-                    try Self.checkOrCreateSchema(db, path: path)
-                    return .commit
-                }
             }
-        } catch let error as DocumentError {
-            throw error
+            try StoreSchema.migrate(pool, path: path)
         } catch {
-            throw Self.failure(error, path: path, doing: "open")
+            throw .store(error, path: path, doing: "open")
         }
     }
 
@@ -100,73 +71,19 @@ final class DocumentStore: Sendable {
         var configuration = configuration
         configuration.readonly = true
         let queue = try DatabaseQueue(path: path, configuration: configuration)
-        _ = try queue.read { db in try checkSchema(db, path: path) }
-    }
-
-    /// Whether `db` is a document store (true) or empty (false); throws for anything else.
-    @discardableResult
-    private static func checkSchema(_ db: Database, path: String) throws -> Bool {
-        let application = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
-        let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
-        if application == applicationID {
-            guard version <= schemaVersion else {
-                throw DocumentError.io("\(path) was written by a newer version of Documents (schema \(version))")
-            }
-            return true
-        }
-        let tables = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") ?? 0
-        guard application == 0, tables == 0 else {
-            throw DocumentError.io("\(path) is a SQLite database, but not a document store; nothing was changed")
-        }
-        return false
-    }
-
-    /// Creates the tables in an empty database; refuses a database that isn't a document store.
-    private static func checkOrCreateSchema(_ db: Database, path: String) throws {
-        guard try !checkSchema(db, path: path) else { return }
-        try db.execute(
-            sql: """
-                CREATE TABLE document (
-                    -- The order names were added in: AUTOINCREMENT never reuses a removed position.
-                    position INTEGER PRIMARY KEY AUTOINCREMENT,
-                    -- The name in Unicode normalization form C: names that are canonically
-                    -- equivalent (equal as Swift strings) are one document.
-                    key TEXT NOT NULL UNIQUE,
-                    name TEXT NOT NULL,
-                    -- NULL for a name added without contents.
-                    format TEXT,
-                    byteCount INTEGER,
-                    title TEXT,
-                    wordCount INTEGER,
-                    contents BLOB,
-                    -- The store's revision when this row last changed.
-                    revision INTEGER NOT NULL
-                );
-                CREATE INDEX document_revision ON document(revision);
-                CREATE TABLE store (
-                    id INTEGER PRIMARY KEY CHECK (id = 1),
-                    -- Bumped by every write transaction.
-                    revision INTEGER NOT NULL,
-                    -- How many documents were ever removed: a change here means a full reload.
-                    removals INTEGER NOT NULL
-                );
-                INSERT INTO store (id, revision, removals) VALUES (1, 0, 0);
-                PRAGMA application_id = \(applicationID);
-                PRAGMA user_version = \(schemaVersion);
-                """)
+        _ = try queue.read { db in try StoreSchema.kind(of: db, path: path) }
     }
 
     // MARK: - Reading
 
     /// Everything but the documents' bytes: what the registry in memory holds.
-    func load() throws(DocumentError) -> DocumentIndex {
+    func load() throws(DocumentError) -> DocumentRegistry {
         try run("read") { try pool.read { db in try Self.load(db) } }
     }
 
-    /// What was committed since `index` was loaded or last caught up; apply it with
-    /// `DocumentIndex.apply(_:)`.
-    func changes(since known: (revision: Int64, removals: Int64)) throws(DocumentError) -> Changes {
-        try run("read") { try pool.read { db in try Self.changes(since: known, db) } }
+    /// What was committed after `known`, for a registry that reflects it.
+    func update(since known: StoreMarks) throws(DocumentError) -> StoreUpdate {
+        try run("read") { try pool.read { db in try Self.update(since: known, db) } }
     }
 
     /// The writer's `PRAGMA synchronous`: 2 (FULL) for a durable commit.
@@ -190,109 +107,95 @@ final class DocumentStore: Sendable {
         }
     }
 
-    private static func marks(_ db: Database) throws -> (revision: Int64, removals: Int64) {
+    private static func marks(_ db: Database) throws -> StoreMarks {
         guard let row = try Row.fetchOne(db, sql: "SELECT revision, removals FROM store WHERE id = 1") else {
             throw DocumentError.io("the store's bookkeeping row is missing")
         }
-        return (row["revision"], row["removals"])
+        return StoreMarks(revision: row["revision"], removals: row["removals"])
     }
 
     private static let columns = "name, format, byteCount, title, wordCount"
 
-    private static func load(_ db: Database) throws -> DocumentIndex {
-        var index = DocumentIndex()
-        (index.revision, index.removals) = try marks(db)
+    private static func load(_ db: Database) throws -> DocumentRegistry {
+        let marks = try marks(db)
         let rows = try Row.fetchCursor(db, sql: "SELECT \(columns) FROM document ORDER BY position")
-        while let row = try rows.next() { try index.merge(entry(row)) }
-        return index
+        var loaded: [StoreRow] = []
+        while let row = try rows.next() { loaded.append(try storeRow(row)) }
+        return .loaded(loaded, marks: marks)
     }
 
-    /// What other connections committed after `revision`: nothing, the rows they changed, or, if
-    /// one removed a document (rare), the whole registry again.
-    enum Changes {
-        case none
-        case rows([(name: String, info: DocumentInfo?)], revision: Int64)
-        case all(DocumentIndex)
-    }
-
-    private static func changes(since known: (revision: Int64, removals: Int64), _ db: Database) throws -> Changes {
-        let (revision, removals) = try marks(db)
-        guard revision != known.revision else { return .none }
-        if removals != known.removals { return .all(try load(db)) }
-        var rows: [(name: String, info: DocumentInfo?)] = []
+    private static func update(since known: StoreMarks, _ db: Database) throws -> StoreUpdate {
+        let marks = try marks(db)
+        guard marks.revision != known.revision else { return .unchanged(marks) }
+        if marks.removals != known.removals { return .all(try load(db)) }
+        var rows: [StoreRow] = []
         let cursor = try Row.fetchCursor(
             db, sql: "SELECT \(columns) FROM document WHERE revision > ? ORDER BY position",
             arguments: [known.revision])
-        while let row = try cursor.next() { rows.append(try entry(row)) }
-        return .rows(rows, revision: revision)
+        while let row = try cursor.next() { rows.append(try storeRow(row)) }
+        return .rows(rows, marks)
     }
 
-    private static func entry(_ row: Row) throws -> (name: String, info: DocumentInfo?) {
+    private static func storeRow(_ row: Row) throws -> StoreRow {
         let name: String = row["name"]
-        guard let formatName: String = row["format"] else { return (name, nil) }
+        guard let formatName: String = row["format"] else { return StoreRow(name: name, info: nil) }
         guard let format = DocumentFormat(rawValue: formatName) else {
             throw DocumentError.io("the store names an unknown format \(formatName.debugDescription) for \(name)")
         }
         let info = DocumentInfo(
             name: name, format: format, byteCount: row["byteCount"], title: row["title"], wordCount: row["wordCount"])
-        return (name, info)
+        return StoreRow(name: name, info: info)
     }
 
     // MARK: - Writing
 
-    /// One change to the store, applied in a write transaction and then to the registry.
-    enum Change {
-        case addName(String)
-        case save(DocumentInfo, Data)
-        case remove(String)
-    }
-
-    /// Applies `changes` in one durable transaction, after catching `index` up with other processes;
-    /// then applies them to `index`. Returns, for each change, whether it applied (a remove of a
-    /// name that isn't there doesn't).
+    /// Commits `changes` in one durable transaction, and returns what it committed, with what
+    /// other processes had committed after `known` before it: everything a registry that reflects
+    /// `known` needs to reflect this commit.
     ///
-    /// If the transaction fails, nothing of `changes` is stored and `index` holds what was committed.
-    func write(_ changes: [Change], to index: inout DocumentIndex) throws(DocumentError) -> [Bool] {
-        // `index` is changed in place, never copied: a save costs O(1) in the registry.
-        let applied = try run("write") {
+    /// If the transaction fails, nothing of `changes` is stored.
+    func commit(_ changes: [StoreChange], after known: StoreMarks) throws(DocumentError) -> StoreCommit {
+        let commit = try run("write") {
             try pool.writeWithoutTransaction { db in
-                var applied: [Bool] = []
+                var commit: StoreCommit?
                 try db.inTransaction(.immediate) {
-                    index.apply(try Self.changes(since: (index.revision, index.removals), db))
-                    let revision = index.revision + 1
-                    var removed: Int64 = 0
-                    applied = try changes.map { change in
-                        let done = try Self.apply(change, revision: revision, db)
-                        if done, case .remove = change { removed += 1 }
-                        return done
+                    let before = try Self.update(since: known, db)
+                    let revision = before.marks.revision + 1
+                    // Prepared once per commit, not looked up again for each of an import's files.
+                    let save = try db.cachedStatement(sql: Self.saveSQL)
+                    let applied = try changes.map { change in try Self.apply(change, revision: revision, save: save, db)
                     }
+                    let removed = Int64(zip(changes, applied).count { change, done in done && change.isRemove })
                     try db.execute(
                         sql: "UPDATE store SET revision = ?, removals = removals + ? WHERE id = 1",
                         arguments: [revision, removed])
+                    commit = StoreCommit(
+                        before: before, changes: changes, applied: applied, revision: revision, removals: removed)
                     return .commit
                 }
-                return applied
+                return commit!
             }
         }
-        index.revision += 1
-        didCommit(
-            bytes: changes.reduce(0) { total, change in
-                if case .save(_, let data) = change { return total + data.count + 200 }
-                return total + 200
-            })
-        for (change, done) in zip(changes, applied) where done {
-            switch change {
-            case .addName(let name): index.addName(name)
-            case .save(let info, _): index.put(info, contents: nil)
-            case .remove(let name):
-                index.remove(name)
-                index.removals += 1
-            }
-        }
-        return applied
+        checkpointer.didCommit(bytes: changes.reduce(0) { $0 + $1.loggedBytes })
+        return commit
     }
 
-    private static func apply(_ change: Change, revision: Int64, _ db: Database) throws -> Bool {
+    /// Copies what is committed into the database file, and waits for it.
+    func checkpointNow() {
+        checkpointer.checkpointNow()
+    }
+
+    private static let saveSQL = """
+        INSERT INTO document (key, name, format, byteCount, title, wordCount, contents, revision)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (key) DO UPDATE SET format = excluded.format, byteCount = excluded.byteCount,
+            title = excluded.title, wordCount = excluded.wordCount, contents = excluded.contents,
+            revision = excluded.revision
+        """
+
+    private static func apply(
+        _ change: StoreChange, revision: Int64, save: Statement, _ db: Database
+    ) throws -> Bool {
         switch change {
         case .addName(let name):
             try db.execute(
@@ -300,16 +203,7 @@ final class DocumentStore: Sendable {
                 arguments: [key(name), name, revision])
             return db.changesCount > 0
         case .save(let info, let data):
-            // Cached: an import runs this once per file.
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO document (key, name, format, byteCount, title, wordCount, contents, revision)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (key) DO UPDATE SET format = excluded.format, byteCount = excluded.byteCount,
-                        title = excluded.title, wordCount = excluded.wordCount, contents = excluded.contents,
-                        revision = excluded.revision
-                    """
-            ).execute(
+            try save.execute(
                 arguments: [
                     key(info.name), info.name, info.format.rawValue, info.byteCount, info.title, info.wordCount,
                     data, revision,
@@ -328,59 +222,70 @@ final class DocumentStore: Sendable {
         name.utf8.allSatisfy { $0 < 0x80 } ? name : name.precomposedStringWithCanonicalMapping
     }
 
-    // MARK: - Checkpoints
-
-    private func didCommit(bytes: Int) {
-        let schedule = uncheckpointed.access { state -> Bool in
-            state.bytes += bytes
-            guard !state.scheduled, state.bytes >= Self.checkpointThreshold else { return false }
-            state.scheduled = true
-            state.bytes = 0
-            return true
-        }
-        if schedule { checkpoints.async { self.checkpoint() } }
-    }
-
-    /// Copies what is committed into the database file, and waits for it: afterwards the file
-    /// holds every document committed before the call, whatever happens to the log.
-    func checkpointNow() {
-        uncheckpointed.access { state in
-            state.scheduled = true
-            state.bytes = 0
-        }
-        checkpoints.sync { checkpoint() }
-    }
-
-    /// On `checkpoints`. A failed checkpoint is harmless: SQLite tries again at the next one, and
-    /// at the latest when the last connection closes.
-    private func checkpoint() {
-        uncheckpointed.access { $0.scheduled = false }
-        _ = try? checkpointer.inDatabase { db in try db.checkpoint(.passive) }
-    }
-
-    // MARK: - Errors
-
     private func run<T>(_ doing: String, _ body: () throws -> T) throws(DocumentError) -> T {
         do {
             return try body()
-        } catch let error as DocumentError {
-            throw error
         } catch {
-            throw Self.failure(error, path: path, doing: doing)
+            throw .store(error, path: path, doing: doing)
+        }
+    }
+}
+
+// MARK: - What goes in and out
+
+/// A store's revision (bumped by every commit) and how many documents were ever removed from it.
+struct StoreMarks: Sendable, Equatable {
+    var revision: Int64 = 0
+    var removals: Int64 = 0
+}
+
+/// A row of the store as the registry needs it: a name, and what is known about it if it has contents.
+struct StoreRow: Sendable {
+    let name: String
+    let info: DocumentInfo?
+}
+
+/// What a store held after some revision: nothing new, the rows that changed, or, if a document was
+/// removed meanwhile (rare), the whole registry again.
+enum StoreUpdate: Sendable {
+    case unchanged(StoreMarks)
+    case rows([StoreRow], StoreMarks)
+    case all(DocumentRegistry)
+
+    /// The store's marks this update brings a registry to.
+    var marks: StoreMarks {
+        switch self {
+        case .unchanged(let marks), .rows(_, let marks): marks
+        case .all(let registry): registry.marks
         }
     }
 
-    private static func failure(_ error: any Error, path: String, doing: String) -> DocumentError {
-        guard let error = error as? DatabaseError else {
-            return .io("cannot \(doing) the store \(path): \(error)")
-        }
-        switch error.resultCode {
-        case .SQLITE_NOTADB:
-            return .io("\(path) is not a document store (SQLite: \(error.message ?? "file is not a database"))")
-        case .SQLITE_CORRUPT:
-            return .io("the store \(path) is damaged (SQLite: \(error.message ?? "database disk image is malformed"))")
-        default:
-            return .io("cannot \(doing) the store \(path): SQLite: \(error.message ?? "\(error.resultCode)")")
-        }
+    var revision: Int64 { marks.revision }
+}
+
+/// One change to a store.
+enum StoreChange: Sendable {
+    case addName(String)
+    case save(DocumentInfo, Data)
+    case remove(String)
+
+    var isRemove: Bool {
+        if case .remove = self { true } else { false }
     }
+
+    /// Roughly what it adds to the write-ahead log: the document, and a little per row.
+    var loggedBytes: Int {
+        if case .save(_, let data) = self { data.count + 200 } else { 200 }
+    }
+}
+
+/// What one transaction committed: what other processes had committed before it (after the
+/// revision the committer knew), its changes and which of them applied (a remove of a name that
+/// isn't there doesn't), its revision, and how many documents it removed.
+struct StoreCommit: Sendable {
+    let before: StoreUpdate
+    let changes: [StoreChange]
+    let applied: [Bool]
+    let revision: Int64
+    let removals: Int64
 }

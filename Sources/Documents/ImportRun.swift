@@ -70,6 +70,8 @@ final class ImportRun: Sendable {
     private let delegate: (any DocumentImportDelegate)?
     private let progress: Progress
     private let waiting: Exclusive<Waiting>
+    /// Where the writer runs; one at a time, as `Waiting.writing` makes sure.
+    private let writer = DispatchQueue(label: "document import writer")
     /// Only touched on the delivery queue.
     private let tally: Exclusive<ImportTally>
 
@@ -90,10 +92,12 @@ final class ImportRun: Sendable {
     /// were never looked at) and has what is ready stored, unless a writer is at it.
     ///
     /// The writer runs on a thread of its own, not the operation's: while it waits for a sync, both
-    /// cores go on parsing.
+    /// cores go on parsing. Its queue is serial, so it gets a thread at once even while the
+    /// operations keep every thread of the global pool busy; on a global queue it would wait for
+    /// one of them to finish first.
     func handIn(_ files: [ParsedFile?], from first: Int) {
         if let batch = deposit(files, from: first) {
-            DispatchQueue.global().async { self.write(batch) }
+            writer.async { self.write(batch) }
         }
     }
 

@@ -37,7 +37,7 @@ struct DocumentManagerTests {
 
     @Test func readsRunSideBySide() async {
         let manager = DocumentManager()
-        #expect(await readsOverlap { inside in manager.index.read { _ in inside() } })
+        #expect(await readsOverlap { inside in manager.registry.read { _ in inside() } })
     }
 
     // MARK: - Saving, reading, removing

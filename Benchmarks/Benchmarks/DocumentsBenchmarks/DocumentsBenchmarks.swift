@@ -98,6 +98,8 @@ let benchmarks: @Sendable () -> Void = {
             benchmark.stopMeasurement()
         }
     }
+
+    readLatencyBenchmarks()
 }
 
 /// What the import does for each file, minus storing it: read, and parse with the same parser.
