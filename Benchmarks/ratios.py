@@ -130,6 +130,31 @@ def medians(output, metric):
     return result
 
 
+def scaled_medians(output, metric):
+    """The median of a custom `metric` for each benchmark, undoing ordo-one's (K) and (M) units."""
+    result, name = {}, None
+    for line in output.splitlines():
+        if line.startswith("### "):
+            name = line[4:].strip()
+        elif name and line.startswith("| " + metric):
+            cells = [cell.strip() for cell in line.strip("|").split("|")]
+            scale = 1_000 if "(K)" in cells[0] else 1_000_000 if "(M)" in cells[0] else 1
+            result[name] = float(cells[3]) * scale
+    return result
+
+
+# Latency of one call, from custom metrics: (what, during, idle, metric).
+LATENCIES = [
+    ("`allDocs` during an import of 10,000 files into a store on disk, vs the same store with no import: "
+     "median call (ns)", "allDocs latency during an import of 10000 files", "allDocs latency, no import",
+     "allDocs p50 (ns)"),
+    ("The same, 99th percentile (ns)", "allDocs latency during an import of 10000 files",
+     "allDocs latency, no import", "allDocs p99 (ns)"),
+    ("The same, longest call (ns; median over iterations)", "allDocs latency during an import of 10000 files",
+     "allDocs latency, no import", "allDocs max (ns)"),
+]
+
+
 def main():
     arguments = sys.argv[1:]
     runs = 3
@@ -155,6 +180,15 @@ def main():
         peer_time = statistics.median(run[peer] for run in present)
         spread = f" ({min(ratios):.2f}–{max(ratios):.2f})" if len(ratios) > 1 else ""
         print(f"| {what} | {number(ours_time)} | {number(peer_time)} | {statistics.median(ratios):.2f}×{spread} | {target} |")
+    for what, during, idle, metric in LATENCIES:
+        values = [scaled_medians(output, metric) for output in outputs]
+        present = [run for run in values if during in run and idle in run]
+        if present:
+            ratios = [run[during] / run[idle] for run in present]
+            spread = f" ({min(ratios):.2f}–{max(ratios):.2f})" if len(ratios) > 1 else ""
+            print(f"| {what} | {number(statistics.median(run[during] for run in present))} | "
+                  f"{number(statistics.median(run[idle] for run in present))} | "
+                  f"{statistics.median(ratios):.2f}×{spread} | {'≤ 10×, and under 1 ms' if 'p99' in metric else '—'} |")
     for what, name in SINGLES:
         values = [run[name] for run in times if name in run]
         if values:
