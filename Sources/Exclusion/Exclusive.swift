@@ -44,6 +44,12 @@ public final class Exclusive<State>: Sendable {
         _engine = _Engine(initialState, kind: "Exclusive", label: label, waitList: waitList)
     }
 
+    deinit {
+        // Nothing can reach the state any more, so no value will change: iterators of `values`
+        // end (awaited and submitted accesses end when the engine does).
+        _engine.endObservations()
+    }
+
     /// The name of this instance, shown in re-entrancy messages.
     public var label: String { _engine.label }
 

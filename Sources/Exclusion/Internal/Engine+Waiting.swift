@@ -235,13 +235,13 @@ extension _Engine {
         }
     }
 
-    nonisolated(nonsending) private func _awaitCondition<R: Sendable>(
-        _ condition: @Sendable (State) -> Bool, _ limit: _TimeLimit?,
+    nonisolated(nonsending) func _awaitCondition<R: Sendable>(
+        _ condition: @Sendable (State) -> Bool, _ limit: _TimeLimit?, observer: Bool = false,
         _ body: @Sendable (inout sending State) throws -> R
     ) async throws -> R {
         let result: Result<R, any Error> = await withoutActuallyEscaping(condition) { condition in
             await withoutActuallyEscaping(body) { body in
-                let waiter = _Waiter<State>(job: condition)
+                let waiter = _Waiter<State>(job: condition, observer: observer)
                 return await withTaskCancellationHandler {
                     await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<R, any Error>, Never>) in
                         let failure = _waitList.arm(

@@ -41,13 +41,19 @@ final class _Waiter<State>: @unchecked Sendable {
         status = .waiting
         self.condition = condition
         semaphore = DispatchSemaphore(value: 0)
+        isObserver = false
     }
 
+    /// Whether this is an iterator of `values` waiting for the next value: it ends when the public
+    /// instance goes away, while other waiters go on until the engine itself does.
+    let isObserver: Bool
+
     /// An awaited or asynchronous access's record; `run` and `fail` are set before it is submitted.
-    init(job condition: @escaping @Sendable (State) -> Bool) {
+    init(job condition: @escaping @Sendable (State) -> Bool, observer: Bool = false) {
         status = .pending
         self.condition = condition
         semaphore = nil
+        isObserver = observer
     }
 
     var isThread: Bool { semaphore != nil }
@@ -89,6 +95,8 @@ class _WaitList<State>: @unchecked Sendable {
     final let _lock = _Lock()
     final var _waiters: [_Waiter<State>] = []
     private final var _grantee: _Waiter<State>?
+    /// Set when the public instance went away: observers still to come end at once.
+    private final var _observationsEnded = false
     /// How many waiters in the list wait asleep (not woken or granted): an exclusive release checks
     /// conditions only if some do.
     @usableFromInline final let _count = Atomic<Int>(0)
@@ -203,6 +211,11 @@ class _WaitList<State>: @unchecked Sendable {
         _ waiter: _Waiter<State>, _ state: UnsafeMutablePointer<State>
     ) -> (@Sendable (inout sending State, inout Outbox) -> Void)? {
         _lock.lock()
+        if waiter.isObserver, _observationsEnded {
+            _lock.unlock()
+            abandon(waiter, with: _ObservationEnded())
+            return nil
+        }
         defer { _lock.unlock() }
         guard waiter.status == .pending, let condition = waiter.condition else { return nil }
         if condition(state.pointee) {
@@ -238,6 +251,23 @@ class _WaitList<State>: @unchecked Sendable {
         fail?(error)
     }
 
+    /// Ends every observer waiting, and every one to come, with `_ObservationEnded`: the public
+    /// instance went away, so no access will change the state again.
+    final func endObservations() {
+        _lock.lock()
+        _observationsEnded = true
+        let observers = _waiters.filter(\.isObserver)
+        _lock.unlock()
+        for observer in observers { abandon(observer, with: _ObservationEnded()) }
+    }
+
+    /// Whether the public instance went away (a quick look; `arm` and `check` decide under the lock).
+    final var observationsEnded: Bool {
+        _lock.lock()
+        defer { _lock.unlock() }
+        return _observationsEnded
+    }
+
     /// Ends every waiter still in the list with `error`; called when the instance goes away.
     final func abandonAll(with error: any Error) {
         _lock.lock()
@@ -255,6 +285,7 @@ class _WaitList<State>: @unchecked Sendable {
         _lock.lock()
         defer { _lock.unlock() }
         if let error = waiter.abandonedWith { return error }
+        if waiter.isObserver, _observationsEnded { return _ObservationEnded() }
         waiter.run = run
         waiter.fail = fail
         return nil
@@ -324,3 +355,6 @@ class _WaitList<State>: @unchecked Sendable {
 
 /// The queue every instance's timeouts fire on.
 private let _timerQueue = DispatchQueue(label: "Exclusion timeouts")
+
+/// What an observer's wait ends with when the public instance has gone away.
+struct _ObservationEnded: Error {}

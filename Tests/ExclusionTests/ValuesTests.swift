@@ -1,0 +1,232 @@
+import Dispatch
+import ExclusionShims
+import ExclusionTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Exclusion
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How long a test waits for the real engine to make progress (see WaitingTests).
+private let progress: Duration = .seconds(300)
+
+private struct Pair: Sendable, Equatable {
+    var a = 0
+    var b = 0
+}
+
+/// Whether the values a consumer is given while four threads change both halves of a pair (one
+/// after the other, inside each access) were only ever whole pairs, in increasing order, ending
+/// with the final one. The threads go on until the consumer has seen 1,000 values (or each has made
+/// 200,000 accesses), so the consumer's turns and theirs overlap on any number of cores.
+private func valuesAreWholeAndInOrder(
+    _ values: @escaping @Sendable (Exclusive<Pair>) -> any AsyncSequence<Pair, Never>
+) async -> Bool {
+    let pairs = Exclusive(Pair(), label: "pair")
+    let seen = Recorder<Pair>()
+    let seenEnough = Flag()
+    let writersDone = Flag()
+    let final = Exclusive<Pair?>(nil, label: "final")
+    let consumer = Task.detached {
+        var count = 0
+        for await pair in values(pairs) {
+            seen.record(pair)
+            count += 1
+            if count == 1_000 { seenEnough.raise() }
+            if writersDone.isRaised, await final.access({ $0 }) == pair { break }
+        }
+    }
+    await onThreads(4) { _ in
+        for _ in 0..<200_000 where !seenEnough.isRaised {
+            pairs.access { pair in
+                pair.a += 1
+                for _ in 0..<16 { exclusion_spin_hint() }
+                pair.b += 1
+            }
+        }
+    }
+    writersDone.raise()
+    // One more change, after the writers: the final value, whatever the consumer saw last.
+    let finalPair = await pairs.access { pair in
+        pair.a += 1
+        pair.b += 1
+        return pair
+    }
+    await final.access { $0 = finalPair }
+    let finished = await eventually(timeout: progress) { seen.values.last == finalPair }
+    consumer.cancel()
+    await consumer.value
+    let values = seen.values
+    let whole = values.allSatisfy { $0.a == $0.b }
+    let increasing = zip(values, values.dropFirst()).allSatisfy { $0.a < $1.a }
+    return finished && whole && increasing && values.last == finalPair
+}
+
+/// A broken `values`, for the check above to catch: each half read in an access of its own, so a
+/// value is made of two states.
+private struct TornValues: AsyncSequence, Sendable {
+    typealias Element = Pair
+    typealias Failure = Never
+    let pairs: Exclusive<Pair>
+
+    struct Iterator: AsyncIteratorProtocol {
+        let pairs: Exclusive<Pair>
+        var last: Pair?
+        mutating func next(isolation actor: isolated (any Actor)?) async -> Pair? {
+            while !Task.isCancelled {
+                let a = await pairs.access { $0.a }
+                let b = await pairs.access { $0.b }
+                let pair = Pair(a: a, b: b)
+                if pair != last {
+                    last = pair
+                    return pair
+                }
+                await Task.yield()
+            }
+            return nil
+        }
+    }
+
+    func makeAsyncIterator() -> Iterator { Iterator(pairs: pairs) }
+}
+
+/// The next element of an iterator that can't fail, in the caller's isolation.
+private func next<Iterator: AsyncIteratorProtocol>(
+    _ iterator: inout Iterator, isolation: isolated (any Actor)? = #isolation
+) async -> Iterator.Element? where Iterator.Failure == Never {
+    await iterator.next(isolation: isolation)
+}
+
+/// How many bytes this process has resident, from /proc (Linux).
+private func residentBytes() -> Int {
+    guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
+        let pages = statm.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
+    else { return 0 }
+    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+}
+
+/// How much the resident memory of a process of its own grew while a million changes were made to
+/// a counter whose consumer, having taken the first value, doesn't ask for more: through `values`,
+/// or (`buffering`) through an AsyncStream that keeps every change.
+private func growthWhileTheConsumerIsAway(buffering: Bool) async {
+    await #expect(processExitsWith: .success) { [buffering] in
+        let counter = Exclusive(0, label: "counter")
+        let (stream, continuation) = AsyncStream<Int>.makeStream(bufferingPolicy: .unbounded)
+        var iterator = counter.values { $0 }.makeAsyncIterator()
+        _ = await next(&iterator)
+        let before = residentBytes()
+        await onItsOwnThread {
+            for _ in 0..<1_000_000 {
+                let value = counter.access { value in
+                    value += 1
+                    return value
+                }
+                if buffering { continuation.yield(value) }
+            }
+        }
+        let grown = residentBytes() - before
+        let latest = await next(&iterator)
+        continuation.finish()
+        _ = stream
+        exit(grown < 4 << 20 && latest == 1_000_000 && counter._engine._waitList.waiting == 0 ? 0 : 1)
+    }
+}
+
+@Suite("Values", .timeLimit(.minutes(10)))
+struct ValuesTests {
+    @Test func valuesAreWholeInOrderAndEndWithTheLastOne() async {
+        #expect(await valuesAreWholeAndInOrder { $0.values { $0 } })
+    }
+
+    @Test func theCheckCatchesAValueMadeOfTwoStates() async {
+        await withKnownIssue("a value read in two accesses mixes two states") {
+            #expect(await valuesAreWholeAndInOrder { TornValues(pairs: $0) })
+        }
+    }
+
+    @Test func theFirstValueIsTheCurrentOneAndEqualValuesAreSkipped() async {
+        let value = Exclusive(10, label: "value")
+        var iterator = value.values { $0 / 10 }.makeAsyncIterator()
+        #expect(await next(&iterator) == 1)
+        await onItsOwnThread {
+            value.access { $0 = 15 }  // still 1: nothing to deliver
+            value.access { $0 = 20 }
+        }
+        #expect(await next(&iterator) == 2)
+    }
+
+    @Test func aConsumerThatDoesNotIterateHoldsNothingWhateverTheChanges() async {
+        // A million changes while the consumer, having taken the first value, never asks again:
+        // nothing waits and nothing is kept for it, and its next value is the latest, at once.
+        await growthWhileTheConsumerIsAway(buffering: false)
+    }
+
+    @Test func theMemoryCheckCatchesABufferThatKeepsEverything() async {
+        await withKnownIssue("every change is kept until the consumer comes back") {
+            await growthWhileTheConsumerIsAway(buffering: true)
+        }
+    }
+
+    @Test func cancellingAWaitingConsumerRemovesItAtOnce() async {
+        let value = Exclusive(0, label: "value")
+        let ended = Flag()
+        let consumer = Task.detached {
+            for await _ in value.values({ $0 }) {}
+            ended.raise()
+        }
+        #expect(await eventually(timeout: progress) { value._engine._waitList.waiting == 1 })
+        consumer.cancel()
+        #expect(await eventually(timeout: progress) { ended.isRaised })
+        #expect(value._engine._waitList.waiting == 0)
+    }
+
+    @Test func endingTheLoopLeavesNothingBehind() async {
+        let value = Exclusive(0, label: "value")
+        let changed = Task.detached {
+            for await current in value.values({ $0 }) where current == 3 { break }
+        }
+        await onItsOwnThread { for _ in 0..<3 { value.access { $0 += 1 } } }
+        await changed.value
+        #expect(value._engine._waitList.waiting == 0)
+    }
+
+    @Test func theSequenceEndsWhenTheInstanceGoesAway() async {
+        let ended = Flag()
+        do {
+            let value = Exclusive(0, label: "value")
+            let engine = value._engine
+            let values = value.values { $0 }
+            Task.detached {
+                for await _ in values {}
+                ended.raise()
+            }
+            #expect(await eventually(timeout: progress) { engine._waitList.waiting == 1 })
+        }
+        // The task's loop holds the sequence, not the instance: the instance is gone now.
+        #expect(await eventually(timeout: progress) { ended.isRaised })
+    }
+
+    @Test @MainActor func aLoopOnTheMainActorGetsItsValuesThere() async {
+        let value = Exclusive(0, label: "value")
+        Task.detached { await onItsOwnThread { for _ in 0..<5 { value.access { $0 += 1 } } } }
+        for await current in value.values({ $0 }) {
+            dispatchPrecondition(condition: .onQueue(.main))
+            if current == 5 { break }
+        }
+    }
+
+    @Test func readersWriterValuesComeFromWritesOnly() async {
+        let names = ReadersWriter([String](), label: "names")
+        var iterator = names.values { $0.count }.makeAsyncIterator()
+        #expect(await next(&iterator) == 0)
+        await onItsOwnThread {
+            for _ in 0..<10 { _ = syncRead(names, { $0 }) }
+            syncWrite(names) { $0.append("a.txt") }
+        }
+        #expect(await next(&iterator) == 1)
+    }
+}
