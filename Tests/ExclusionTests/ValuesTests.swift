@@ -21,8 +21,8 @@ private struct Pair: Sendable, Equatable {
 
 /// Whether the values a consumer is given while four threads change both halves of a pair (one
 /// after the other, inside each access) were only ever whole pairs, in increasing order, ending
-/// with the final one. The threads go on until the consumer has seen 1,000 values (or each has made
-/// 200,000 accesses), so the consumer's turns and theirs overlap on any number of cores.
+/// with the final one. The threads go on until the consumer has seen 1,000 values (or two minutes
+/// have passed), so the consumer's turns and theirs overlap however the threads are scheduled.
 private func valuesAreWholeAndInOrder(
     _ values: @escaping @Sendable (Exclusive<Pair>) -> any AsyncSequence<Pair, Never>
 ) async -> Bool {
@@ -40,8 +40,9 @@ private func valuesAreWholeAndInOrder(
             if writersDone.isRaised, await final.access({ $0 }) == pair { break }
         }
     }
+    let giveUp = ContinuousClock.now + .seconds(120)
     await onThreads(4) { _ in
-        for _ in 0..<200_000 where !seenEnough.isRaised {
+        while !seenEnough.isRaised, ContinuousClock.now < giveUp {
             pairs.access { pair in
                 pair.a += 1
                 for _ in 0..<16 { exclusion_spin_hint() }
