@@ -102,6 +102,11 @@ public final class Bank: Sendable {
         self.announcer = announcer
     }
 
+    deinit {
+        // No change can be committed any more: loops over `changes` end once they took the rest.
+        store.change { $0.changeLog.end() }
+    }
+
     // MARK: - Accounts
 
     /// Opens an account holding `initialBalance`.
@@ -187,7 +192,7 @@ public final class Bank: Sendable {
             return first
         }
         if mustAnnounce { notificationQueue.async { self.announceChanges() } }
-        if place - announcer.announced > announcer.limit { announcer.waitUntilWithinLimit(place) }
+        if place - announcer.delivered > announcer.limit { announcer.waitUntilWithinLimit(place) }
         return first
     }
 

@@ -21,6 +21,8 @@ struct Ledger: Sendable {
     private var isAnnouncing = false
     /// How many changes were ever recorded for announcement: a change's place in line.
     private(set) var changesRecorded = 0
+    /// Committed changes that iterators of `Bank.changes` have yet to take.
+    var changeLog = ChangeLog()
 
     var accountCount: Int { balances.count }
 
@@ -100,6 +102,7 @@ struct Ledger: Sendable {
     mutating func announce(_ first: AccountChange, _ second: AccountChange?) -> Bool {
         unannounced.append(first)
         if let second { unannounced.append(second) }
+        if changeLog.isWatched { changeLog.record(first, second) }
         changesRecorded += second == nil ? 1 : 2
         if isAnnouncing { return false }
         isAnnouncing = true
@@ -116,6 +119,11 @@ struct Ledger: Sendable {
             unannounced.removeFirst(limit)
         }
         if batch.isEmpty { isAnnouncing = false }
+    }
+
+    /// Adds an iterator of `Bank.changes` that takes every change from the next one on.
+    mutating func addChangesIterator() -> Int {
+        changeLog.addIterator(at: changesRecorded)
     }
 
     // MARK: - Checks

@@ -54,4 +54,16 @@ enum LedgerStore: Sendable {
         case .readersWriter(let ledger): await ledger.read(body)
         }
     }
+
+    /// Changes the ledger once `condition` holds, suspending instead of blocking meanwhile.
+    ///
+    /// - Throws: `CancellationError` if the task is cancelled while it waits.
+    nonisolated(nonsending) func change<R: Sendable>(
+        when condition: @Sendable (Ledger) -> Bool, _ body: @Sendable (inout Ledger) -> R
+    ) async throws -> R {
+        switch self {
+        case .serial(let ledger): try await ledger.access(when: condition) { body(&$0) }
+        case .readersWriter(let ledger): try await ledger.write(when: condition, body)
+        }
+    }
 }

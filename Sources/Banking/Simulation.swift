@@ -24,21 +24,34 @@ public struct Simulation: Sendable {
         public var concurrency: ConcurrencyChoice
         /// How the bank announces changes; the simulation counts every change either way.
         public var notifications: Bank.ChangeNotifications
+        /// Where the simulation counts the changes: as they are announced, or as a loop over
+        /// ``Bank/changes`` takes them.
+        public var countThrough: Counting
         /// Where the random choices start; the same seed makes the same choices per thread.
         public var seed: UInt64
 
         public init(
             accounts: Int = 1_000, threads: Int = 4, operations: Int = 200_000,
             concurrency: ConcurrencyChoice = .serial, notifications: Bank.ChangeNotifications = .eachChange,
-            seed: UInt64 = 42
+            countThrough: Counting = .notifications, seed: UInt64 = 42
         ) {
             self.accounts = accounts
             self.threads = threads
             self.operations = operations
             self.concurrency = concurrency
             self.notifications = notifications
+            self.countThrough = countThrough
             self.seed = seed
         }
+    }
+
+    /// Where a simulation counts the bank's changes.
+    public enum Counting: String, Sendable, Codable, CaseIterable {
+        /// As the bank's notifications deliver them, on the notification queue.
+        case notifications
+        /// As a loop over ``Bank/changes`` takes them, which also checks each account's changes
+        /// chain from its opening to its final balance (none lost, none twice, none out of order).
+        case changes
     }
 
     /// ``Bank/Concurrency`` as a value that can be named on a command line and in JSON.
@@ -98,6 +111,9 @@ public struct Simulation: Sendable {
             changeNotifications: configuration.notifications)
         let counter = NotificationCounter(bank: bank)
         defer { counter.stop() }
+        // Made before the first account opens, so it is given every change.
+        let reader = configuration.countThrough == .changes ? ChangeCounter(bank: bank) : nil
+        let counted: @Sendable () -> Int = { reader?.count ?? counter.count }
 
         var random = SplitMix64(seed: configuration.seed)
         var openingTotal = Money.zero
@@ -145,7 +161,7 @@ public struct Simulation: Sendable {
         // Everything was committed; the run ends when the last announcement has been delivered.
         // (The bank's back-pressure keeps the committers at most a bounded backlog ahead of it.)
         let deadline = ContinuousClock.now + .seconds(30)
-        while counter.count < expectedNotifications || tally.asyncTotalsRequested > totalsDelivered.count,
+        while counted() < expectedNotifications || tally.asyncTotalsRequested > totalsDelivered.count,
             ContinuousClock.now < deadline
         {
             try? await Task.sleep(for: .milliseconds(1))
@@ -155,10 +171,12 @@ public struct Simulation: Sendable {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             notificationQueue.async { continuation.resume() }
         }
+        let audit = await reader?.stop()
 
         return Report(
             configuration: configuration, bank: bank, accounts: accounts, openingTotal: openingTotal, tally: tally,
-            notifications: counter.count, expectedNotifications: expectedNotifications,
+            notifications: counted(), expectedNotifications: expectedNotifications,
+            changesProblem: audit?.problem(accounts: accounts, committed: expectedNotifications),
             totalsDelivered: totalsDelivered.count, elapsed: elapsed)
     }
 
@@ -269,6 +287,37 @@ private final class NotificationCounter: @unchecked Sendable {
 
     func stop() {
         for observer in observers { NotificationCenter.default.removeObserver(observer) }
+    }
+}
+
+/// Counts the changes a loop over `Bank.changes` takes, and audits them.
+private final class ChangeCounter: Sendable {
+    private let counted = SharedCount()
+    private let loop: Task<ChangeAudit, Never>
+
+    init(bank: Bank) {
+        let counted = counted
+        // `bank.changes`' iterator, made here, before the caller commits anything, so that it is
+        // given every change.
+        let start = BankChanges(store: bank.store, announcer: bank.announcer).makeAsyncIterator()
+        loop = Task.detached {
+            var iterator = start
+            var audit = ChangeAudit()
+            while let change = await iterator.next() {
+                audit.add(change)
+                counted.add(1)
+            }
+            return audit
+        }
+    }
+
+    /// How many changes the loop took.
+    var count: Int { counted.count }
+
+    /// Ends the loop (after what it has in hand) and returns its audit.
+    func stop() async -> ChangeAudit {
+        loop.cancel()
+        return await loop.value
     }
 }
 

@@ -23,6 +23,7 @@ struct BankCommand: AsyncParsableCommand {
 
 extension Simulation.ConcurrencyChoice: ExpressibleByArgument {}
 extension Bank.ChangeNotifications: ExpressibleByArgument {}
+extension Simulation.Counting: ExpressibleByArgument {}
 
 struct Simulate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -44,6 +45,12 @@ struct Simulate: AsyncParsableCommand {
 
     @Option(help: "How the bank announces changes: each-change (one notification per change) or batched.")
     var notifications = Bank.ChangeNotifications.eachChange
+
+    @Option(
+        help: ArgumentHelp(
+            "Where to count the changes: notifications, or changes (a loop over Bank.changes, which also checks their order).",
+            valueName: "notifications|changes"))
+    var countThrough = Simulation.Counting.notifications
 
     @Option(help: "Seed for the random choices.")
     var seed: UInt64 = 42
@@ -67,7 +74,7 @@ struct Simulate: AsyncParsableCommand {
         let simulation = Simulation(
             configuration: .init(
                 accounts: accounts, threads: threads, operations: operations, concurrency: concurrency,
-                notifications: notifications, seed: seed))
+                notifications: notifications, countThrough: countThrough, seed: seed))
         let progress = ProgressDisplay(onTerminal: isatty(STDERR_FILENO) == 1)
         let report = await simulation.run(notificationQueue: .main) { done, total in progress.show(done, of: total) }
         progress.finish()

@@ -377,7 +377,7 @@ struct BankAnnouncementBacklogTests {
         let largest = Atomic<Int>(0)
         onNewThread {
             while !finished.isRaised {
-                let backlog = bank.store.read { $0.changesRecorded } - bank.announcer.announced
+                let backlog = bank.store.read { $0.changesRecorded } - bank.announcer.delivered
                 largest.max(backlog, ordering: .relaxed)
                 sched_yield()  // sample, don't hog a core the committers and the announcer need
             }

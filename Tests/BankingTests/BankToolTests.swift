@@ -55,6 +55,13 @@ struct BankToolTests {
         #expect(run.output.contains("All checks passed."))
     }
 
+    @Test func changesCanBeCountedThroughTheAsyncSequence() throws {
+        let run = try bank("simulate", "--accounts", "20", "--operations", "5000", "--count-through", "changes")
+        #expect(run.status == 0, "\(run.errors)")
+        #expect(run.output.contains("every change given once, in order"))
+        #expect(run.output.contains("All checks passed."))
+    }
+
     @Test func jsonReportIsValidJSON() throws {
         let run = try bank("simulate", "--accounts", "10", "--operations", "2000", "--json", "--seed", "9")
         #expect(run.status == 0, "\(run.errors)")
@@ -70,6 +77,7 @@ struct BankToolTests {
         ["simulate", "--operations", "-1"],
         ["simulate", "--concurrency", "parallel"],
         ["simulate", "--notifications", "never"],
+        ["simulate", "--count-through", "callbacks"],
         ["simulate", "--seed", "minus one"],
         ["simulate", "--bogus"],
         ["withdraw"],

@@ -22,6 +22,18 @@ struct SimulationTests {
         #expect(report.summary.contains("All checks passed."))
     }
 
+    @Test(arguments: Simulation.ConcurrencyChoice.allCases)
+    func aSimulationCountingThroughChangesChecksEveryChange(concurrency: Simulation.ConcurrencyChoice) async {
+        let simulation = Simulation(
+            configuration: .init(
+                accounts: 50, threads: 3, operations: 20_000, concurrency: concurrency, countThrough: .changes,
+                seed: 2))
+        let report = await simulation.run(notificationQueue: DispatchQueue(label: "simulation"))
+        #expect(report.passed, "\(report.summary)")
+        #expect(report.checks.contains { $0.name == "every change given once, in order" && $0.passed })
+        #expect(report.summary.contains("Changes taken from `changes`"))
+    }
+
     @Test func reportsProgressUpToTheEnd() async {
         let seen = Recorder()
         let simulation = Simulation(configuration: .init(accounts: 10, threads: 2, operations: 5_000))
