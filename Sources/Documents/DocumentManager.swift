@@ -49,6 +49,8 @@ public final class DocumentManager: Sendable {
     let database: DocumentStore?
     /// When the registry should next look for other processes' changes, in uptime nanoseconds.
     private let nextRefresh = Atomic<UInt64>(0)
+    /// How many loops over ``allDocsValues`` have the store looked at (see `StoreWatch`).
+    let storeWatches = Atomic<Int>(0)
     /// Where ``addDocumentName(_:)`` commits names, one after the other, in the order added.
     private let nameCommits = DispatchQueue(label: "document names")
 

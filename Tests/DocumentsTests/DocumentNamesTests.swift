@@ -1,0 +1,125 @@
+import Dispatch
+import ExclusionTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Documents
+
+private let text = Data("hello world".utf8)
+
+/// Long enough for TSan on a busy machine; short enough that a loop that never gets its names
+/// fails the test instead of stalling the run.
+private let progress: Duration = .seconds(120)
+
+/// A loop over `manager.allDocsValues` on a task of its own, recording every list it is given;
+/// made once its iterator exists.
+private struct Watching {
+    let seen = Recorder<[String]>()
+    let loop: Task<Void, Never>
+
+    init(_ manager: DocumentManager) async {
+        let started = Flag()
+        let seen = seen
+        let names = manager.allDocsValues  // the loop holds the sequence, not the manager
+        loop = Task.detached {
+            var iterator = names.makeAsyncIterator()
+            started.raise()
+            while let names = await iterator.next(isolation: nil) { seen.record(names) }
+        }
+        _ = await eventually(timeout: progress) { started.isRaised }
+    }
+
+    /// Whether a list satisfying `condition` arrives within `progress`.
+    func sees(_ condition: @escaping ([String]) -> Bool) async -> Bool {
+        await eventually(timeout: progress) { seen.values.contains(where: condition) }
+    }
+
+    func stop() async {
+        loop.cancel()
+        await loop.value
+    }
+}
+
+@Suite("DocumentManager names", .timeLimit(.minutes(10)))
+struct DocumentNamesTests {
+    @Test func theFirstListIsTheNamesNowThenEachChange() async throws {
+        let manager = DocumentManager()
+        manager.addDocumentName("a.txt")
+        _ = manager.allDocs  // this thread's next allDocs includes it: the name is in
+        let watching = await Watching(manager)
+        #expect(await watching.sees { $0 == ["a.txt"] })
+        _ = try await manager.save(text, as: "b.txt")
+        #expect(await watching.sees { $0 == ["a.txt", "b.txt"] })
+        try await manager.remove("a.txt")
+        #expect(await watching.sees { $0 == ["b.txt"] })
+        await watching.stop()
+        // In order, and never the same list twice in a row.
+        let lists = watching.seen.values
+        #expect(lists.first == ["a.txt"])
+        #expect(lists.last == ["b.txt"])
+        #expect(zip(lists, lists.dropFirst()).allSatisfy { $0 != $1 })
+    }
+
+    @Test func namesAnotherProcessCommitsArriveWhileTheLoopWaits() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let here = try DocumentManager(directory: folder.url)
+        let watching = await Watching(here)
+        // Another manager on the same store stands for another process: it shares nothing with
+        // `here` but the database file.
+        let elsewhere = try DocumentManager(directory: folder.url)
+        _ = try await elsewhere.save(text, as: "from-elsewhere.txt")
+        // Nothing here asks for allDocs: only the loop's looking at the store brings the name in.
+        #expect(await watching.sees { $0.contains("from-elsewhere.txt") })
+        await watching.stop()
+    }
+
+    @Test func endingTheLoopStopsLookingAtTheStore() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let manager = try DocumentManager(directory: folder.url)
+        let changed = Task.detached { [names = manager.allDocsValues] in
+            for await names in names where names.contains("x.txt") { break }
+        }
+        #expect(await eventually(timeout: progress) { manager.storeWatches.load(ordering: .relaxed) == 1 })
+        _ = try await manager.save(text, as: "x.txt")
+        await changed.value
+        #expect(manager.storeWatches.load(ordering: .relaxed) == 0)
+
+        let cancelled = Task.detached { [names = manager.allDocsValues] in
+            for await _ in names {}
+        }
+        #expect(await eventually(timeout: progress) { manager.storeWatches.load(ordering: .relaxed) == 1 })
+        cancelled.cancel()
+        await cancelled.value
+        #expect(manager.storeWatches.load(ordering: .relaxed) == 0)
+    }
+
+    @Test func theSequenceEndsWhenTheManagerGoesAway() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let ended = Flag()
+        do {
+            let manager = try DocumentManager(directory: folder.url)
+            let names = manager.allDocsValues
+            Task.detached {
+                for await _ in names {}
+                ended.raise()
+            }
+            _ = try await manager.save(text, as: "a.txt")
+        }
+        #expect(await eventually(timeout: progress) { ended.isRaised })
+    }
+
+    @MainActor @Test func aLoopOnTheMainActorIsGivenItsNamesThere() async throws {
+        let manager = DocumentManager()
+        var iterator = manager.allDocsValues.makeAsyncIterator()
+        #expect(await iterator.next(isolation: #isolation) == [])
+        manager.addDocumentName("a.txt")
+        let names = await iterator.next(isolation: #isolation)
+        MainActor.assertIsolated("names given off the main actor")
+        dispatchPrecondition(condition: .onQueue(.main))
+        #expect(names == ["a.txt"])
+    }
+}
