@@ -40,6 +40,11 @@ ROWS = [
     ("`access` nested in another vs NSLock nested (lock-order check off)", "Exclusive.access nested in another",
      "peer: NSLock nested in another", "time", "—"),
     ("`await access` vs actor method call", "await Exclusive.access", "peer: actor method call", "time", "≤ 1.0×"),
+    ("`access` with one `values` consumer (until it has the last value) vs with none",
+     "Exclusive.access, one values consumer", "Exclusive.access", "time", "≤ 2×"),
+    ("`access` with one `values` consumer: speed-up over a `Mutex` yielding into an `AsyncStream` (newest 1)",
+     "Exclusive.access, one values consumer", "peer: Mutex and AsyncStream (newest 1), one consumer",
+     "speedup", "≥ 10×"),
     ("Bounded queue (64 slots), 100,000 items, 1 producer (ms): `access(when:)` speed-up over NSCondition",
      "bounded queue, Exclusive.access(when:), 1 producer", "peer: bounded queue, NSCondition, 1 producer",
      "speedup", "≥ 1.0×"),
@@ -63,6 +68,12 @@ ROWS = [
     ("Bank transfer, a notification per change (until delivered), speed-up over textbook", "Bank transfer",
      "peer: textbook transfer", "speedup", "—"),
     ("The same, 2 threads", "Bank transfer, 2 threads", "peer: textbook transfer, 2 threads", "speedup", "—"),
+    ("Bank transfer, one `changes` consumer and batched notifications (until both delivered), speed-up over textbook",
+     "Bank transfer, one changes consumer, batched notifications", "peer: textbook transfer", "speedup", "≥ 5×"),
+    ("The same, 2 threads", "Bank transfer, one changes consumer, batched notifications, 2 threads",
+     "peer: textbook transfer, 2 threads", "speedup", "≥ 5×"),
+    ("Bank transfer, one `changes` consumer and a notification per change, speed-up over textbook",
+     "Bank transfer, one changes consumer", "peer: textbook transfer", "speedup", "—"),
     ("90 % reads, 2 threads: readers-writer ledger vs serial", "Bank 90% reads, 2 threads, readersWriter",
      "Bank 90% reads, 2 threads, serial", "time", "—"),
     ("1M accounts: `totalBalanceInAllAccounts` vs one transfer (upper bound of hold time)",
@@ -99,6 +110,7 @@ PER_THOUSAND = {
     "ReadersWriter.read, 2 threads", "peer: pthread_rwlock read, 2 threads", "ReadersWriter.write",
     "peer: concurrent DispatchQueue barrier sync", "Exclusive.access nested in another",
     "peer: NSLock nested in another", "await Exclusive.access", "peer: actor method call",
+    "Exclusive.access, one values consumer", "peer: Mutex and AsyncStream (newest 1), one consumer",
 }
 
 # Absolute times worth a line of their own.

@@ -12,6 +12,14 @@ struct ChangeAudit: Sendable {
     /// The first change that didn't follow from the ones before it, described.
     private(set) var firstBreak: String?
 
+    /// An audit of a reader that starts from a bank with no accounts.
+    init() {}
+
+    /// An audit of a reader that starts when `accounts` already stand where they stand now.
+    init(startingFrom accounts: [Account]) {
+        for account in accounts { self.accounts[account.id] = (account.balance, account.isClosed) }
+    }
+
     /// Adds the next change the reader was given.
     mutating func add(_ change: AccountChange) {
         count += 1

@@ -41,6 +41,28 @@ struct BankExercisesArticleTests {
         #expect(printed.values == [Money("10.00")!, Money("15.00")!])
     }
 
+    @Test func aLoopOverChangesGetsThemInCommitOrder() async throws {
+        let bank = Bank(notificationQueue: queue)
+        let printed = Recorder<String>()
+        let changes = bank.changes
+        let started = Flag()
+        let loop = Task.detached {
+            var iterator = changes.makeAsyncIterator()
+            started.raise()
+            // The article's loop, over the iterator made before the changes below.
+            while let change = await iterator.next(isolation: nil) {
+                printed.record("\(change.account) \(change.newBalance)")  // in commit order
+            }
+        }
+        #expect(await eventually { started.isRaised })
+        let alice = try bank.openAccount(initialBalance: Money("10.00")!)
+        try alice.addMoney(Money("5.00")!)
+        #expect(await eventually { printed.values.count == 2 })
+        loop.cancel()
+        await loop.value
+        #expect(printed.values == ["#1 10.00", "#1 15.00"])
+    }
+
     @Test func batchedNotificationsCarryTheChangesOfARound() async throws {
         let printed = Recorder<[Money]>()
         let batching = Bank(notificationQueue: queue, changeNotifications: .batched)

@@ -40,7 +40,8 @@ public func onItsOwnThread<R: Sendable>(_ body: @escaping @Sendable () -> R) asy
 
 /// Waits (without blocking a test thread for long) until `condition` holds; false after `timeout`.
 /// It polls: use it for conditions nothing announces, and assert what it returns.
-public func eventually(timeout: Duration = .seconds(60), _ condition: () -> Bool) async -> Bool {
+nonisolated(nonsending) public func eventually(timeout: Duration = .seconds(60), _ condition: () -> Bool) async -> Bool
+{
     let deadline = ContinuousClock.now + timeout
     while !condition() {
         if ContinuousClock.now > deadline { return false }

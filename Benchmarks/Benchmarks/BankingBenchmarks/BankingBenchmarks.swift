@@ -46,6 +46,29 @@ func pair(_ step: Int, _ thread: Int) -> (Int, Int) {
     return (source, (source &+ 1 &+ step % 97) % accountCount)
 }
 
+/// A loop over a bank's `changes` on a task of its own, made and waiting before this returns, that
+/// counts changes until it has `count` of them.
+final class ChangesConsumer: Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private let loop: Task<Void, Never>
+
+    init<Changes: AsyncSequence<AccountChange, Never> & Sendable>(_ changes: Changes, until count: Int) {
+        let started = DispatchSemaphore(value: 0)
+        let done = done
+        loop = Task.detached {
+            var iterator = changes.makeAsyncIterator()
+            started.signal()
+            var taken = 0
+            while taken < count, await iterator.next(isolation: nil) != nil { taken += 1 }
+            done.signal()
+        }
+        started.wait()
+    }
+
+    /// Waits until the loop has taken its changes.
+    func wait() { done.wait() }
+}
+
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(
         metrics: [.wallClock], timeUnits: .nanoseconds, scalingFactor: .mega, maxDuration: .seconds(3),
@@ -70,6 +93,28 @@ let benchmarks: @Sendable () -> Void = {
                     }
                 }
                 // The announcement round in progress runs until nothing is left: after it, all is posted.
+                notifications.sync {}
+            }
+        }
+        // One loop over `bank.changes`, made before the transfers: timed until it has taken the
+        // last change (and the notifications are delivered too).
+        for changeNotifications in Bank.ChangeNotifications.allCases {
+            let kind = changeNotifications == .batched ? ", batched notifications" : ""
+            Benchmark("Bank transfer, one changes consumer\(kind)\(suffix)") { benchmark in
+                let notifications = DispatchQueue(label: "notifications")
+                let (bank, accounts) = makeBank(
+                    .serial, notifications: notifications, changeNotifications: changeNotifications)
+                let expected = benchmark.scaledIterations.count / threads * threads * 2
+                let consumer = ChangesConsumer(bank.changes, until: expected)
+                let amount = Money(minorUnits: 1)
+                benchmark.startMeasurement()
+                onThreads(threads, iterations: benchmark.scaledIterations.count) { thread, count in
+                    for step in 0..<count {
+                        let (from, to) = pair(step, thread)
+                        try? bank.transferMoneyAmount(amount, from: accounts[from], to: accounts[to])
+                    }
+                }
+                consumer.wait()
                 notifications.sync {}
             }
         }

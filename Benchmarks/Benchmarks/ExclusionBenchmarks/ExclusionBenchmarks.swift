@@ -211,6 +211,7 @@ let benchmarks: @Sendable () -> Void = {
     // MARK: - The contention matrix
 
     contentionBenchmarks()
+    valuesBenchmarks()
 }
 
 /// Runs `body` a thousand times: one "operation" of the single-threaded rows.
