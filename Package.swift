@@ -40,7 +40,9 @@ let package = Package(
         // What the two tools share: output that fails politely, and a main that exits as Unix tools do.
         .target(
             name: "ToolSupport",
-            dependencies: ["CToolSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "CToolSupport", "Exclusion", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         .target(name: "CToolSupport"),
 

@@ -16,19 +16,23 @@ enum LedgerStore: Sendable {
         }
     }
 
-    /// Reads the ledger: shared with other reads in the readers-writer store.
-    func read<R: Sendable>(_ body: (Ledger) -> R) -> R {
+    /// Reads the ledger: shared with other reads in the readers-writer store. `file` and `line`
+    /// are the caller's, passed on so that a contention profile names the bank's call sites.
+    func read<R: Sendable>(_ body: (Ledger) -> R, file: StaticString = #fileID, line: UInt = #line) -> R {
         switch self {
-        case .serial(let ledger): ledger.access { body($0) }
-        case .readersWriter(let ledger): ledger.read(body)
+        case .serial(let ledger): ledger.access({ body($0) }, file: file, line: line)
+        case .readersWriter(let ledger): ledger.read(body, file: file, line: line)
         }
     }
 
     /// Changes the ledger, alone.
-    func change<R: Sendable, E: Error>(_ body: (inout Ledger) throws(E) -> R) throws(E) -> R {
+    func change<R: Sendable, E: Error>(
+        _ body: (inout Ledger) throws(E) -> R, file: StaticString = #fileID, line: UInt = #line
+    ) throws(E) -> R {
         switch self {
-        case .serial(let ledger): try ledger.access { (state) throws(E) -> R in try body(&state) }
-        case .readersWriter(let ledger): try ledger.write(body)
+        case .serial(let ledger):
+            try ledger.access({ (state) throws(E) -> R in try body(&state) }, file: file, line: line)
+        case .readersWriter(let ledger): try ledger.write(body, file: file, line: line)
         }
     }
 

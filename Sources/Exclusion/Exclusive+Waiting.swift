@@ -38,7 +38,7 @@ extension Exclusive {
         _engine.checkNesting(thread, attempting: "access(when:)", file: file, line: line)
         let outbox = try _engine.lockExclusively(
             thread, when: condition, limit: timeout.map(_TimeLimit.init), file: file, line: line)
-        defer { _engine.unlockExclusively(thread, outbox) }
+        defer { _engine.unlockExclusively(thread, outbox, file: file, line: line) }
         return try body(&_engine._state.pointee)
     }
 

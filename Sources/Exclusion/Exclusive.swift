@@ -92,7 +92,7 @@ extension Exclusive {
         let thread = _CurrentThread()
         _engine.checkNesting(thread, attempting: "access", file: file, line: line)
         let outbox = _engine.lockExclusively(thread, file: file, line: line)
-        defer { _engine.unlockExclusively(thread, outbox) }
+        defer { _engine.unlockExclusively(thread, outbox, file: file, line: line) }
         return try body(&_engine._state.pointee)
     }
 
@@ -124,7 +124,7 @@ extension Exclusive {
         let thread = _CurrentThread()
         _engine.checkNesting(thread, attempting: "access", file: file, line: line)
         var outbox = _engine.lockExclusively(thread, file: file, line: line)
-        defer { _engine.unlockExclusively(thread, outbox) }
+        defer { _engine.unlockExclusively(thread, outbox, file: file, line: line) }
         return try body(&_engine._state.pointee, &outbox)
     }
 }
@@ -181,13 +181,16 @@ extension Exclusive {
     /// and actor (a caller on the main actor stays on it); otherwise the task suspends, `body` runs
     /// in its turn on the thread that holds the state, and the task resumes where it was.
     ///
-    /// - Parameter body: Reads or changes the state. Changes made before a throw stay.
+    /// - Parameters:
+    ///   - body: Reads or changes the state. Changes made before a throw stay.
+    ///   - file: Where the call is, for a ``ContentionProfile``; leave the default.
+    ///   - line: The line of the call, likewise.
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws.
     @inlinable @inline(__always)
     nonisolated(nonsending) public func access<R: Sendable, E: Error>(
-        _ body: @Sendable (inout sending State) throws(E) -> R
+        _ body: @Sendable (inout sending State) throws(E) -> R, file: StaticString = #fileID, line: UInt = #line
     ) async throws(E) -> R {
-        try await _engine.awaitExclusively(attempting: "await access", body)
+        try await _engine.awaitExclusively(attempting: "await access", at: _Site(file, line), body)
     }
 }

@@ -129,7 +129,7 @@ extension ReadersWriter {
         let thread = _CurrentThread()
         _engine.checkNesting(thread, attempting: "write", file: file, line: line)
         var outbox = _engine.lockExclusively(thread, file: file, line: line)
-        defer { _engine.unlockExclusively(thread, outbox) }
+        defer { _engine.unlockExclusively(thread, outbox, file: file, line: line) }
         return try body(&_engine._state.pointee, &outbox)
     }
 }
@@ -186,10 +186,12 @@ extension ReadersWriter where State: Sendable {
     /// It runs in the caller's isolation: if it needn't wait, `body` runs at once on the caller's
     /// thread and actor; otherwise the task suspends and resumes where it was.
     @inlinable @inline(__always)
+    ///
+    /// `file` and `line` name the call in a ``ContentionProfile``; leave the defaults.
     nonisolated(nonsending) public func read<R: Sendable, E: Error>(
-        _ body: @Sendable (State) throws(E) -> R
+        _ body: @Sendable (State) throws(E) -> R, file: StaticString = #fileID, line: UInt = #line
     ) async throws(E) -> R {
-        try await _engine.awaitShared(attempting: "await read", body)
+        try await _engine.awaitShared(attempting: "await read", at: _Site(file, line), body)
     }
 
     /// Runs `body` with exclusive access to the state, suspending instead of blocking while other
@@ -198,9 +200,11 @@ extension ReadersWriter where State: Sendable {
     /// It runs in the caller's isolation: if it needn't wait, `body` runs at once on the caller's
     /// thread and actor; otherwise the task suspends and resumes where it was.
     @inlinable @inline(__always)
+    ///
+    /// `file` and `line` name the call in a ``ContentionProfile``; leave the defaults.
     nonisolated(nonsending) public func write<R: Sendable, E: Error>(
-        _ body: @Sendable (inout State) throws(E) -> R
+        _ body: @Sendable (inout State) throws(E) -> R, file: StaticString = #fileID, line: UInt = #line
     ) async throws(E) -> R {
-        try await _engine.awaitExclusively(attempting: "await write", body)
+        try await _engine.awaitExclusively(attempting: "await write", at: _Site(file, line), body)
     }
 }

@@ -58,6 +58,8 @@ struct Simulate: AsyncParsableCommand {
     @Flag(help: "Print the report as JSON.")
     var json = false
 
+    @OptionGroup var contentionProfile: ContentionProfileOption
+
     func validate() throws {
         guard (1...10_000_000).contains(accounts) else {
             throw ValidationError("--accounts must be between 1 and 10000000, not \(accounts).")
@@ -76,8 +78,10 @@ struct Simulate: AsyncParsableCommand {
                 accounts: accounts, threads: threads, operations: operations, concurrency: concurrency,
                 notifications: notifications, countThrough: countThrough, seed: seed))
         let progress = ProgressDisplay(onTerminal: isatty(STDERR_FILENO) == 1)
+        let profile = contentionProfile.start()
         let report = await simulation.run(notificationQueue: .main) { done, total in progress.show(done, of: total) }
         progress.finish()
+        try contentionProfile.finish(profile)
         try StandardStreams.output(json ? report.json : report.summary + "\n")
         if !report.passed { throw ExitCode.failure }
     }

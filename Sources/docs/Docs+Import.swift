@@ -24,6 +24,8 @@ extension Docs {
         @Argument(help: "Files or folders to import.")
         var paths: [String]
 
+        @OptionGroup var contentionProfile: ContentionProfileOption
+
         func validate() throws {
             guard !paths.isEmpty else { throw ValidationError("name at least one file or folder to import.") }
         }
@@ -34,11 +36,13 @@ extension Docs {
             for path in paths { found.add(URL(fileURLWithPath: path)) }
             let files = found.files
             let report = ImportReport(onTerminal: isatty(STDERR_FILENO) == 1, total: files.count)
+            let profile = contentionProfile.start()
             let summary = await withCheckedContinuation { continuation in
                 report.finished = { continuation.resume(returning: $0) }
                 manager.importDocuments(at: files, deliverOn: .main, delegate: report)
             }
             report.finishProgress()
+            try contentionProfile.finish(profile)
             var lines = "Imported \(summary.imported), failed \(summary.failed), cancelled \(summary.cancelled).\n"
             if found.skipped > 0 {
                 lines +=

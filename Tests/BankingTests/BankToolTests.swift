@@ -62,6 +62,28 @@ struct BankToolTests {
         #expect(run.output.contains("All checks passed."))
     }
 
+    @Test func aContentionProfileIsWrittenAndItsTopRowsPrinted() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("contention-\(UUID()).pb.gz")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let run = try bank("simulate", "--threads", "4", "--operations", "20000", "--contention-profile", file.path)
+        #expect(run.status == 0, "\(run.errors)")
+        #expect(run.errors.contains("Contention profile:"))
+        #expect(run.errors.contains("Contention profile written to \(file.path)."))
+        let bytes = try Data(contentsOf: file)
+        #expect(bytes.prefix(2) == Data([0x1F, 0x8B]))  // gzip
+        #expect(run.output.contains("All checks passed."))
+    }
+
+    @Test func theEnvironmentVariableProfilesARunWithoutTheOption() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("contention-\(UUID()).pb.gz")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let run = try runToolInShell(
+            "bank", "EXCLUSION_CONTENTION_PROFILE='\(file.path)' \"$TOOL\" simulate --operations 20000")
+        #expect(run.status == 0, "\(run.errors)")
+        #expect(run.errors.contains("Contention profile written to \(file.path)"))
+        #expect(FileManager.default.fileExists(atPath: file.path))
+    }
+
     @Test func jsonReportIsValidJSON() throws {
         let run = try bank("simulate", "--accounts", "10", "--operations", "2000", "--json", "--seed", "9")
         #expect(run.status == 0, "\(run.errors)")

@@ -8,6 +8,22 @@ struct DocsToolTests {
     private func docs(_ arguments: [String]) throws -> ToolRun { try runTool("docs", arguments) }
     private func shell(_ script: String) throws -> ToolRun { try runToolInShell("docs", script) }
 
+    @Test func importCanWriteAContentionProfile() throws {
+        let input = TemporaryFolder("docs-input")
+        defer { input.remove() }
+        let store = TemporaryFolder("docs-store")
+        defer { store.remove() }
+        for index in 0..<50 { input.file("doc\(index).xml", "<doc><title>\(index)</title>words</doc>") }
+        let file = store.url.appendingPathComponent("contention.pb.gz")
+        let imported = try docs([
+            "import", "--store", store.url.path, "--contention-profile", file.path, input.url.path,
+        ])
+        #expect(imported.status == 0, "\(imported.errors)")
+        #expect(imported.output.contains("Imported 50, failed 0, cancelled 0."))
+        #expect(imported.errors.contains("Contention profile written to \(file.path)."))
+        #expect((try? Data(contentsOf: file))?.prefix(2) == Data([0x1F, 0x8B]))
+    }
+
     @Test func importListShowAndRemove() throws {
         let input = TemporaryFolder("docs-input")
         defer { input.remove() }

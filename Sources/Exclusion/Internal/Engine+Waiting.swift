@@ -69,6 +69,28 @@ extension _Engine {
         _ thread: _CurrentThread, until condition: @Sendable (State) -> Bool, limit: _TimeLimit?,
         file: StaticString, line: UInt, _ outbox: Outbox
     ) throws(TimeoutError) -> Outbox {
+        guard _Contention.isOn else {
+            return try _lockExclusivelyWaitingForCondition(
+                thread, until: condition, limit: limit, file: file, line: line, outbox)
+        }
+        // Profiled: from the condition found false until it holds, a wait for the program's state.
+        let start = _Contention.now()
+        do {
+            let outbox = try _lockExclusivelyWaitingForCondition(
+                thread, until: condition, limit: limit, file: file, line: line, outbox)
+            _recordConditionWait(at: _Site(file, line), since: start)
+            return outbox
+        } catch {
+            _recordConditionWait(at: _Site(file, line), since: start)
+            throw error
+        }
+    }
+
+    /// `_lockExclusivelyWaiting` itself.
+    private func _lockExclusivelyWaitingForCondition(
+        _ thread: _CurrentThread, until condition: @Sendable (State) -> Bool, limit: _TimeLimit?,
+        file: StaticString, line: UInt, _ outbox: Outbox
+    ) throws(TimeoutError) -> Outbox {
         var outbox = outbox
         var backoff = exclusion_backoff()
         var spinning = true
@@ -186,7 +208,7 @@ extension _Engine {
             _lock.unlockShared(ticket)
         }
         let outbox = try lockExclusively(thread, when: condition, limit: limit, file: file, line: line)
-        defer { unlockExclusively(thread, outbox) }
+        defer { unlockExclusively(thread, outbox, file: file, line: line) }
         return try body(_state.pointee)
     }
 }
@@ -247,6 +269,9 @@ extension _Engine {
                         let failure = _waitList.arm(
                             waiter,
                             run: { state, deliveries in
+                                if let since = waiter.profiledSince {
+                                    self._recordConditionWait(at: .none, since: since)
+                                }
                                 let result: Result<R, any Error>
                                 do { result = .success(try body(&state)) } catch { result = .failure(error) }
                                 deliveries.runAfterRelease { continuation.resume(returning: result) }
@@ -255,7 +280,7 @@ extension _Engine {
                         if let failure {
                             continuation.resume(returning: .failure(failure))
                         } else {
-                            _enqueue(waiter, limit)
+                            _enqueue(waiter, limit, profiled: !observer && _Contention.isOn ? _Contention.now() : nil)
                         }
                     }
                 } onCancel: {
@@ -284,12 +309,38 @@ extension _Engine {
     /// Puts a set-up waiter in line: in its turn, with the state held exclusively, it runs if its
     /// condition holds, and otherwise joins the wait list. A timer abandons it at `limit`, wherever
     /// it is by then.
-    private func _enqueue(_ waiter: _Waiter<State>, _ limit: _TimeLimit?) {
+    ///
+    /// With `profiled` (when the access began, while a contention profile runs), the wait for the
+    /// turn is recorded as a task's wait for the lock if the condition then holds, and the whole
+    /// wait as a wait for the condition if it doesn't.
+    private func _enqueue(_ waiter: _Waiter<State>, _ limit: _TimeLimit?, profiled start: UInt64? = nil) {
         if let limit { _waitList.startTimer(for: waiter, limit, label: label) }
+        guard let start else {
+            return _enqueue(
+                .closure(isShared: false) { deliveries in
+                    if let run = self._waitList.check(waiter, self._state) { run(&self._state.pointee, &deliveries) }
+                })
+        }
+        _waitList.profiledWaiterArrives()
         _enqueue(
             .closure(isShared: false) { deliveries in
-                if let run = self._waitList.check(waiter, self._state) { run(&self._state.pointee, &deliveries) }
+                self._waitList.profiledWaiterLeaves()
+                if let run = self._waitList.check(waiter, self._state) {
+                    self._recordWait(.task, at: .none, since: start)
+                    run(&self._state.pointee, &deliveries)
+                } else {
+                    waiter.profiledSince = start
+                }
             })
+    }
+
+    /// Records a wait for a condition that began at `start`: not contention, and no holder.
+    func _recordConditionWait(at site: _Site, since start: UInt64) {
+        _Contention.record(
+            _ContentionKey(
+                instance: ObjectIdentifier(self), label: label, type: _typeName,
+                kind: _Contention.fault == .conditionAsContention ? .thread : .condition, waiter: site, holder: .none),
+            nanoseconds: _Contention.now() &- start)
     }
 }
 
@@ -314,10 +365,16 @@ extension _Engine {
     /// `lockExclusively`'s wait when waits are watched: reported once if it lasts past the
     /// threshold, and the entry noted for the next waiter's report.
     @usableFromInline
-    func _lockExclusivelyWatching(file: StaticString, line: UInt, notingEntry: Bool) {
+    func _lockExclusivelyWatching(file: StaticString, line: UInt, notingEntry: Bool, profiled isProfiled: Bool) {
         if !_lock.tryLockExclusive() {
+            let profiled = isProfiled && _Contention.isOn ? _Contention.now() : nil
+            if profiled != nil { _waitList.profiledWaiterArrives() }
             _lock.lockExclusive(reportingAt: _Deadline(after: _StuckWait.threshold!)) {
                 _reportStuck(waitingFor: "to take", file: file, line: line)
+            }
+            if let profiled {
+                _waitList.profiledWaiterLeaves()
+                _recordWait(.thread, at: _Site(file, line), since: profiled)
             }
         }
         if notingEntry { _noteEntry(file: file, line: line) }
@@ -328,6 +385,26 @@ extension _Engine {
     @usableFromInline
     func _lockExclusiveWatching(before deadline: _Deadline, file: StaticString, line: UInt) -> Bool {
         if _lock.tryLockExclusive() { return true }
+        guard _Contention.isOn else { return _lockExclusiveWaiting(before: deadline, file: file, line: line) }
+        let start = _Contention.now()
+        _waitList.profiledWaiterArrives()
+        let locked = _lockExclusiveWaiting(before: deadline, file: file, line: line)
+        _waitList.profiledWaiterLeaves()
+        // A wait that gave up is recorded too: it waited as long as any.
+        if locked {
+            _recordWait(.thread, at: _Site(file, line), since: start)
+        } else {
+            _Contention.record(
+                _ContentionKey(
+                    instance: ObjectIdentifier(self), label: label, type: _typeName, kind: .thread,
+                    waiter: _Site(file, line), holder: .none),
+                nanoseconds: _Contention.now() &- start)
+        }
+        return locked
+    }
+
+    /// The rest of `_lockExclusiveWatching`, once the lock was found taken.
+    private func _lockExclusiveWaiting(before deadline: _Deadline, file: StaticString, line: UInt) -> Bool {
         if _watchesWaits {
             let report = _Deadline(after: _StuckWait.threshold!)
             if report < deadline {
@@ -341,6 +418,19 @@ extension _Engine {
     /// A shared access's wait for the lock, once its quick path failed: watched if waits are.
     @usableFromInline
     func _lockSharedSlowly(_ thread: _CurrentThread, file: StaticString, line: UInt) -> Lock.SharedTicket {
+        guard _Contention.isOn else { return _lockSharedWaiting(thread, file: file, line: line) }
+        // The quick path can fail with the lock free (a read-bias slot taken): only a real wait counts.
+        if let ticket = _lock.tryLockShared(thread: thread.index) { return ticket }
+        let start = _Contention.now()
+        _waitList.profiledWaiterArrives()
+        let ticket = _lockSharedWaiting(thread, file: file, line: line)
+        _waitList.profiledWaiterLeaves()
+        _recordWait(.thread, at: _Site(file, line), since: start, exclusively: false)
+        return ticket
+    }
+
+    /// The rest of `_lockSharedSlowly`: watched if waits are.
+    private func _lockSharedWaiting(_ thread: _CurrentThread, file: StaticString, line: UInt) -> Lock.SharedTicket {
         guard _watchesWaits else { return _lock.lockShared(thread: thread.index) }
         let ticket: Lock.SharedTicket
         if let quick = _lock.tryLockShared(thread: thread.index) {

@@ -67,6 +67,12 @@ final class _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
     @usableFromInline let _entryFile = Atomic<UInt>(0)
     @usableFromInline let _entryFileLength = Atomic<Int>(0)
     @usableFromInline let _entryLine = Atomic<UInt>(0)
+    /// While a contention profile runs and an access waits for the lock: where the access that
+    /// last released it was called from (`_Site`'s parts; a start of 0 is no site). Written and
+    /// read only with the state held, exclusively (a read only reads it).
+    let _holderFile = Atomic<UInt>(0)
+    let _holderFileLength = Atomic<Int>(0)
+    let _holderLine = Atomic<UInt>(0)
 
     /// Last, so that the fields above have offsets known at compile time whatever the lock is.
     @usableFromInline let _lock = Lock()
@@ -78,6 +84,7 @@ final class _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
         _kind = kind
         _state = .allocate(capacity: 1)
         _state.initialize(to: initialState)
+        _ = ContentionProfile.fromEnvironment  // starts the run's profile, if one is asked for
     }
 
     deinit {
@@ -132,17 +139,32 @@ extension _Engine {
     /// in between (the public types call it, because only they know whether their bodies take the
     /// state as `sending`).
     @inlinable @inline(__always)
+    ///
+    /// `profiled` is false for the engine's own drains: a profile counts the work they run where
+    /// it waited (an awaited access as a task's wait), not the drain's own wait for the lock.
     func lockExclusively(
         _ thread: _CurrentThread, file: StaticString = "(asynchronous work)", line: UInt = 0,
-        notingEntry: Bool = true
+        notingEntry: Bool = true, profiled: Bool = true
     ) -> Outbox {
         if _watchesWaits {
-            _lockExclusivelyWatching(file: file, line: line, notingEntry: notingEntry)
-        } else {
-            _lock.lockExclusive()
+            _lockExclusivelyWatching(file: file, line: line, notingEntry: notingEntry, profiled: profiled)
+        } else if !_lock.tryLockExclusive() {
+            _lockExclusivelyContended(file: file, line: line, profiled: profiled)
         }
         if _waitList.isReserved { _ = _backOffForGrantee(before: nil) }
         return _enteredExclusively(thread)
+    }
+
+    /// The lock, once it was found taken: out of line, and timed for the contention profile if
+    /// one runs.
+    @usableFromInline @inline(never)
+    func _lockExclusivelyContended(file: StaticString, line: UInt, profiled: Bool) {
+        guard profiled, _Contention.isOn else { return _lock.lockExclusive() }
+        let start = _Contention.now()
+        _waitList.profiledWaiterArrives()
+        _lock.lockExclusive()
+        _waitList.profiledWaiterLeaves()
+        _recordWait(.thread, at: _Site(file, line), since: start)
     }
 
     /// Takes the state exclusively by `deadline` (as long as it takes if nil), and runs everything
@@ -170,10 +192,14 @@ extension _Engine {
     }
 
     /// Gives up exclusive access, then hands out what the accesses delivered, in the order they ran.
+    /// `file` and `line` are the access's call site, which a contention profile notes when others
+    /// wait for this release.
     @inlinable @inline(__always)
-    func unlockExclusively(_ thread: _CurrentThread, _ deliveries: borrowing Outbox) {
+    func unlockExclusively(
+        _ thread: _CurrentThread, _ deliveries: borrowing Outbox, file: StaticString = "", line: UInt = 0
+    ) {
         if _waitList.isWaiting {
-            _serveWaitersAndUnlock(thread, copy deliveries)
+            _serveWaitersAndUnlock(thread, copy deliveries, file: file, line: line)
         } else {
             _leaveAndUnlock(thread, deliveries)
         }
@@ -201,7 +227,7 @@ extension _Engine {
     ) throws(E) -> R {
         if _backlog.hasPending {
             let outbox = lockExclusively(thread, file: file, line: line)
-            defer { unlockExclusively(thread, outbox) }
+            defer { unlockExclusively(thread, outbox, file: file, line: line) }
             return try body(_state.pointee)
         }
         // The lock's quick path first, exactly as an unwatched shared access takes it; watching
@@ -245,11 +271,13 @@ extension _Engine {
     /// first, with the state still held.
     @usableFromInline
     func _serveWaitersAndUnlock(
-        _ thread: _CurrentThread, _ deliveries: consuming Outbox, skipping joiner: _Waiter<State>? = nil
+        _ thread: _CurrentThread, _ deliveries: consuming Outbox, skipping joiner: _Waiter<State>? = nil,
+        file: StaticString = "", line: UInt = 0
     ) {
+        if _waitList.hasProfiledWaiters { _noteHolder(_Site(file, line)) }
         var deliveries = deliveries
         var woken: DispatchSemaphore?
-        while let run = _waitList.nextReady(_state, woken: &woken, skipping: joiner) {
+        while _waitList.hasSleepers, let run = _waitList.nextReady(_state, woken: &woken, skipping: joiner) {
             run(&_state.pointee, &deliveries)
         }
         _leaveAndUnlock(thread, deliveries)
@@ -287,7 +315,7 @@ extension _Engine {
     /// synchronous access does.
     @inlinable @inline(__always)
     nonisolated(nonsending) func awaitExclusively<R: Sendable, E: Error>(
-        attempting attempted: String, _ body: @Sendable (inout sending State) throws(E) -> R
+        attempting attempted: String, at site: _Site = .none, _ body: @Sendable (inout sending State) throws(E) -> R
     ) async throws(E) -> R {
         let thread = _CurrentThread()
         checkNotInside(thread, attempting: attempted)
@@ -295,29 +323,43 @@ extension _Engine {
             defer { unlockExclusively(thread, deliveries) }
             return try body(&_state.pointee)
         }
-        return try await _awaitTurn(isShared: false, body)
+        return try await _awaitTurn(isShared: false, at: site, body)
     }
 
     /// Runs `body` with the state held shared: at once on this thread if nothing is pending and no
     /// exclusive access holds the lock, otherwise in its turn while the task is suspended.
     @inlinable @inline(__always)
     nonisolated(nonsending) func awaitShared<R: Sendable, E: Error>(
-        attempting attempted: String, _ body: @Sendable (State) throws(E) -> R
+        attempting attempted: String, at site: _Site = .none, _ body: @Sendable (State) throws(E) -> R
     ) async throws(E) -> R {
         let thread = _CurrentThread()
         checkNotInside(thread, attempting: attempted)
         if let ticket = tryLockShared(thread) { return try _runShared(thread, holding: ticket, body) }
-        return try await _awaitTurn(isShared: true) { (state: inout sending State) throws(E) -> R in try body(state) }
+        return try await _awaitTurn(isShared: true, at: site) { (state: inout sending State) throws(E) -> R in
+            try body(state)
+        }
     }
 
     @usableFromInline
     nonisolated(nonsending) func _awaitTurn<R: Sendable, E: Error>(
-        isShared: Bool, _ body: @Sendable (inout sending State) throws(E) -> R
+        isShared: Bool, at site: _Site = .none, _ body: @Sendable (inout sending State) throws(E) -> R
     ) async throws(E) -> R {
         let result: Result<R, E> = await withoutActuallyEscaping(body) { body in
             await withUnsafeContinuation { continuation in
                 let turn = _Turn(body: body, continuation: continuation)
-                _enqueue(.closure(isShared: isShared) { deliveries in turn.run(&self._state.pointee, &deliveries) })
+                guard _Contention.isOn else {
+                    return _enqueue(
+                        .closure(isShared: isShared) { deliveries in turn.run(&self._state.pointee, &deliveries) })
+                }
+                // Profiled: the wait lasts until the turn runs, with the state held.
+                let start = _Contention.now()
+                _waitList.profiledWaiterArrives()
+                _enqueue(
+                    .closure(isShared: isShared) { deliveries in
+                        self._waitList.profiledWaiterLeaves()
+                        self._recordWait(.task, at: site, since: start, exclusively: !isShared)
+                        turn.run(&self._state.pointee, &deliveries)
+                    })
             }
         }
         return try result.get()
@@ -389,7 +431,7 @@ extension _Engine {
                 thread.leave()
                 _releaseShared(ticket, deliveries)
             } else {
-                unlockExclusively(thread, lockExclusively(thread))
+                unlockExclusively(thread, lockExclusively(thread, profiled: false))
             }
         } while !_backlog.finishDrain()
     }

@@ -12,7 +12,7 @@ extension _WaitList {
     }
 
     /// How many accesses wait for a condition (asleep, or awaited and submitted ones in line).
-    final var waiting: Int { _count.load(ordering: .sequentiallyConsistent) }
+    final var waiting: Int { _count.load(ordering: .sequentiallyConsistent) & (_WaitList<State>._profiledWaiter - 1) }
 
     /// Wakes every blocked thread, whatever its condition says: what a release that signals
     /// everyone instead of checking would do.

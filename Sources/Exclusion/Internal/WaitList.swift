@@ -4,7 +4,8 @@ import Synchronization
 /// One access waiting for a condition on the state.
 @usableFromInline
 final class _Waiter<State>: @unchecked Sendable {
-    // @unchecked: every var is only touched while the wait list's lock is held; the closures taken
+    // @unchecked: every var is only touched while the wait list's lock is held, but for
+    // `profiledSince`, touched only with the instance's state held exclusively; the closures taken
     // out of it are called by the one thread that took them.
 
     enum Status {
@@ -57,6 +58,10 @@ final class _Waiter<State>: @unchecked Sendable {
     }
 
     var isThread: Bool { semaphore != nil }
+
+    /// While a contention profile runs: when an awaited access that found its condition false
+    /// began to wait. Written and read with the state held exclusively.
+    var profiledSince: UInt64?
 
     /// Forgets the closures (which may belong to a caller's frame) and stops the timer. Call under
     /// the list's lock when the waiter is done.
@@ -135,9 +140,26 @@ class _WaitList<State>: @unchecked Sendable {
         abandon(waiter, with: CancellationError())
     }
 
-    /// Whether any waiter sleeps, so that a release must check conditions; read with the state held
-    /// exclusively, it is exact (a waiter only starts sleeping with the state held).
+    /// Whether any waiter sleeps, so that a release must check conditions, or an access waits for
+    /// the lock while a contention profile runs, so that the release must note its call site.
+    /// Read with the state held exclusively, the first is exact (a waiter only starts sleeping
+    /// with the state held).
     @inlinable final var isWaiting: Bool { _count.load(ordering: .relaxed) != 0 }
+
+    /// What a waiter for the lock adds to `_count` while a contention profile runs: above every
+    /// possible count of sleepers, so the two never mix, and enough to send every release down the
+    /// path that notes the holder's call site.
+    @usableFromInline static var _profiledWaiter: Int { 1 << 32 }
+
+    /// Whether a waiter sleeps: the conditions need checking.
+    final var hasSleepers: Bool { _count.load(ordering: .relaxed) & (Self._profiledWaiter - 1) != 0 }
+
+    /// Whether an access waits for the lock while a profile runs: the holder's site is wanted.
+    final var hasProfiledWaiters: Bool { _count.load(ordering: .relaxed) >= Self._profiledWaiter }
+
+    /// A profiled access starts, or stops, waiting for the lock.
+    final func profiledWaiterArrives() { _count.add(Self._profiledWaiter, ordering: .relaxed) }
+    final func profiledWaiterLeaves() { _count.subtract(Self._profiledWaiter, ordering: .relaxed) }
 
     /// Whether the state is promised to a granted thread; read with the state held exclusively.
     @inlinable final var isReserved: Bool { _isReserved.load(ordering: .relaxed) }

@@ -1,0 +1,216 @@
+import Synchronization
+
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+// MARK: - What a contended acquisition records
+
+/// What kind of wait a record is: a thread blocked for the lock, a task suspended until its turn,
+/// or an access waiting for its condition (which is not lock contention).
+@usableFromInline
+enum _WaitKind: UInt8, Sendable {
+    case thread = 1
+    case task = 2
+    case condition = 3
+}
+
+/// A call site as the accessors receive it: a `#fileID` string's bytes (static, so they live as
+/// long as the process) and a line. `start == 0` is no site.
+@usableFromInline
+struct _Site: Sendable, Hashable {
+    @usableFromInline let start: UInt
+    @usableFromInline let length: Int
+    @usableFromInline let line: UInt
+
+    @inlinable init(start: UInt, length: Int, line: UInt) {
+        self.start = start
+        self.length = length
+        self.line = line
+    }
+
+    /// The site of an accessor's `file` and `line` arguments; an empty file is no site.
+    @inlinable init(_ file: StaticString, _ line: UInt) {
+        if file.utf8CodeUnitCount == 0 {
+            self.init(start: 0, length: 0, line: 0)
+        } else {
+            self.init(start: UInt(bitPattern: file.utf8Start), length: file.utf8CodeUnitCount, line: line)
+        }
+    }
+
+    @usableFromInline static var none: _Site { _Site(start: 0, length: 0, line: 0) }
+
+    var file: String? {
+        guard let pointer = UnsafePointer<UInt8>(bitPattern: start) else { return nil }
+        return String(decoding: UnsafeBufferPointer(start: pointer, count: length), as: UTF8.self)
+    }
+}
+
+/// One kind of wait at one place: the instance, the kind, where the waiter called from, and where
+/// the access that held the state before the waiter got it had been called from.
+struct _ContentionKey: Sendable, Hashable {
+    let instance: ObjectIdentifier
+    let label: String
+    let type: String
+    let kind: _WaitKind
+    let waiter: _Site
+    let holder: _Site
+
+    /// A 64-bit hash that is never 0 (0 marks an empty slot). Only the identities go in: the
+    /// label and type belong to the instance.
+    var hash: UInt64 {
+        var h: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for part in [
+            UInt64(UInt(bitPattern: instance.hashValue)), UInt64(kind.rawValue), UInt64(waiter.start),
+            UInt64(waiter.line),
+            UInt64(holder.start), UInt64(holder.line),
+        ] {
+            h = (h ^ part) &* 0xBF58_476D_1CE4_E5B9
+            h ^= h >> 31
+        }
+        return h == 0 ? 1 : h
+    }
+}
+
+/// One slot of the table: a key, claimed once, and its totals.
+final class _ContentionSlot: @unchecked Sendable {
+    // @unchecked: `key` is written once, by the thread whose compare-and-swap of `hash` from 0
+    // succeeded, before it stores `ready` with releasing ordering; it is read only after `ready`
+    // was loaded true with acquiring ordering. Everything else is atomic.
+    let hash = Atomic<UInt64>(0)
+    let ready = Atomic<Bool>(false)
+    var key: _ContentionKey?
+    let count = Atomic<Int>(0)
+    let nanoseconds = Atomic<Int>(0)
+    let longest = Atomic<Int>(0)
+}
+
+/// Where a running profile adds up its waits: a fixed table, open addressing, that threads add to
+/// with atomic operations only, so recording never takes a lock that could itself contend.
+final class _ContentionTable: Sendable {
+    let slots: [_ContentionSlot]
+    let sampleEvery: Int
+    let started: UInt64
+    /// Contended waits seen (sampled or not), to pick one in `sampleEvery`.
+    let seen = Atomic<Int>(0)
+    /// Sampled waits that found the table full.
+    let dropped = Atomic<Int>(0)
+
+    init(capacity: Int = 4_096, sampleEvery: Int) {
+        slots = (0..<capacity).map { _ in _ContentionSlot() }
+        self.sampleEvery = sampleEvery
+        started = _Contention.now()
+    }
+
+    /// Whether this wait is one of those sampled.
+    func samples() -> Bool {
+        sampleEvery == 1 || seen.add(1, ordering: .relaxed).newValue % sampleEvery == 0
+    }
+
+    func add(_ key: _ContentionKey, nanoseconds: Int) {
+        let hash = key.hash
+        let mask = slots.count - 1
+        var index = Int(truncatingIfNeeded: hash) & mask
+        for _ in 0..<slots.count {
+            let slot = slots[index]
+            var current = slot.hash.load(ordering: .acquiring)
+            if current == 0 {
+                let (exchanged, original) = slot.hash.compareExchange(
+                    expected: 0, desired: hash, ordering: .acquiringAndReleasing)
+                if exchanged {
+                    slot.key = key
+                    slot.ready.store(true, ordering: .releasing)
+                    current = hash
+                } else {
+                    current = original
+                }
+            }
+            if current == hash {
+                slot.count.add(1, ordering: .relaxed)
+                slot.nanoseconds.add(nanoseconds, ordering: .relaxed)
+                slot.longest.max(nanoseconds, ordering: .relaxed)
+                return
+            }
+            index = (index + 1) & mask
+        }
+        dropped.add(1, ordering: .relaxed)
+    }
+
+    /// What was added up, for the report: every claimed slot whose key is written.
+    func entries() -> [(key: _ContentionKey, count: Int, nanoseconds: Int, longest: Int)] {
+        slots.compactMap { slot in
+            guard slot.ready.load(ordering: .acquiring), let key = slot.key else { return nil }
+            return (
+                key, slot.count.load(ordering: .relaxed), slot.nanoseconds.load(ordering: .relaxed),
+                slot.longest.load(ordering: .relaxed)
+            )
+        }
+    }
+}
+
+// MARK: - The switch
+
+/// The running profile, if any. Accesses look here only once they have found the lock taken, so a
+/// program that is not profiled, or not contended, never does.
+@usableFromInline
+enum _Contention {
+    /// The table of the running profile; its `ContentionProfile` keeps it alive.
+    static let active = Atomic<Unmanaged<_ContentionTable>?>(nil)
+    /// How many recordings are under way: `stop` waits for them before the table can go.
+    static let recording = Atomic<Int>(0)
+
+    /// A bug planted by a test, to show that its check catches it; `_ContentionFault` raw values.
+    static let _fault = Atomic<Int>(0)
+
+    static var fault: _ContentionFault { _ContentionFault(rawValue: _fault.load(ordering: .relaxed)) ?? .none }
+
+    /// Whether a profile runs; a hint, read without ordering.
+    @usableFromInline static var isOn: Bool { active.load(ordering: .relaxed) != nil }
+
+    /// Monotonic nanoseconds.
+    @usableFromInline static func now() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
+    }
+
+    /// Adds a wait of `nanoseconds` to the running profile, if one runs and samples it.
+    static func record(_ key: @autoclosure () -> _ContentionKey, nanoseconds: UInt64) {
+        recording.add(1, ordering: .sequentiallyConsistent)
+        defer { recording.subtract(1, ordering: .releasing) }
+        guard let table = active.load(ordering: .sequentiallyConsistent)?.takeUnretainedValue(),
+            table.samples()
+        else { return }
+        table.add(key(), nanoseconds: Int(truncatingIfNeeded: nanoseconds))
+    }
+
+    /// Makes `table` the running profile's; false if another profile runs.
+    static func start(_ table: _ContentionTable) -> Bool {
+        active.compareExchange(
+            expected: nil, desired: Unmanaged.passUnretained(table), ordering: .sequentiallyConsistent
+        ).exchanged
+    }
+
+    /// Ends `table`'s profile and waits until nothing records into it any more.
+    static func stop(_ table: _ContentionTable) {
+        _ = active.compareExchange(
+            expected: Unmanaged.passUnretained(table), desired: nil, ordering: .sequentiallyConsistent)
+        while recording.load(ordering: .acquiring) != 0 { sched_yield() }
+    }
+}
+
+/// The bugs a test can plant in the recording (`_Contention._fault`), each one its checks must
+/// catch. Nothing but tests sets one.
+enum _ContentionFault: Int {
+    case none = 0
+    /// Waits measured from when the lock was taken, not from when the wait began.
+    case waitFromAcquisition = 1
+    /// Holders never noted.
+    case noHolders = 2
+    /// Waits for a condition recorded as threads' waits for the lock.
+    case conditionAsContention = 3
+}

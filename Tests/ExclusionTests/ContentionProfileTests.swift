@@ -1,0 +1,383 @@
+import ExclusionTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Exclusion
+
+/// A label no other test uses: the profile sees every instance of the process, and other suites
+/// run beside this one.
+private func unique(_ name: String) -> String { "\(name) \(UInt32.random(in: 0...UInt32.max))" }
+
+/// Runs `body` with `fault` planted in the recording, for a check that must catch it.
+private func withFault<R>(_ fault: _ContentionFault, _ body: () async throws -> R) async rethrows -> R {
+    _Contention._fault.store(fault.rawValue, ordering: .sequentiallyConsistent)
+    defer { _Contention._fault.store(0, ordering: .sequentiallyConsistent) }
+    return try await body()
+}
+
+/// How long the known holder holds, and how many times.
+private let holdMilliseconds = 40
+private let rounds = 6
+
+/// The known workload: each round, a thread enters `hot` (at `holderLine`) and sleeps
+/// `holdMilliseconds` inside, while another thread, started once the first is inside, accesses
+/// `hot` (at `waiterLine`) and so waits about that long. Both also access `cold`, one after the
+/// other, never at once. Returns the profile's report and the waiter's own measure of its waits.
+private func knownWorkload(hot: Exclusive<Int>, cold: Exclusive<Int>) async -> (ContentionReport, Duration) {
+    let profile = ContentionProfile.start(sampling: .all)
+    var measured = Duration.zero
+    for _ in 0..<rounds {
+        let inside = Flag()
+        holderLine.store(#line + 3, ordering: .relaxed)
+        let holder = Task.detached {
+            await onItsOwnThread {
+                hot.access { _ in  // the holder's line
+                    inside.raise()
+                    usleep(UInt32(holdMilliseconds * 1_000))
+                }
+                cold.access { $0 += 1 }
+            }
+        }
+        measured += await onItsOwnThread {
+            _ = inside.wait(timeout: .seconds(120))
+            let start = ContinuousClock.now
+            waiterLine.store(#line + 1, ordering: .relaxed)
+            hot.access { $0 += 1 }  // the waiter's line
+            return ContinuousClock.now - start
+        }
+        await holder.value
+        await cold.access { $0 += 1 }
+    }
+    return (profile.stop(), measured)
+}
+
+/// The lines of the known workload's two accesses.
+private let holderLine = Atomic<Int>(0)
+private let waiterLine = Atomic<Int>(0)
+private let file = "ExclusionTests/ContentionProfileTests.swift"
+
+@Suite("Contention profile", .serialized, .timeLimit(.minutes(10)))
+struct ContentionProfileTests {
+    /// Whether the report shows the known workload: the hot instance, its waiter's and holder's
+    /// sites, and a total wait within 20 % of the holds; nothing for the cold one.
+    private func showsTheKnownWorkload(_ report: ContentionReport, hot: String, cold: String) -> Bool {
+        let known = Duration.milliseconds(holdMilliseconds * rounds)
+        guard let instance = report.instances.first(where: { $0.label == hot }) else { return false }
+        let waited = instance.totalWait
+        return report.instances.allSatisfy { $0.label != cold }
+            && instance.type == "Exclusive<Int>"
+            && instance.contentions == rounds
+            && waited >= known * 0.8 && waited <= known * 1.2
+            && instance.maxWait <= .milliseconds(holdMilliseconds) * 1.5
+            && instance.waiters.map(\.site) == [
+                ContentionReport.Site(file: file, line: waiterLine.load(ordering: .relaxed))
+            ]
+            && instance.holders.first?.site
+                == ContentionReport.Site(file: file, line: holderLine.load(ordering: .relaxed))
+            && instance.holders.first?.count == rounds
+    }
+
+    @Test func theKnownWorkloadIsReportedWithItsSitesAndWait() async {
+        let (hot, cold) = (unique("hot"), unique("cold"))
+        let (report, measured) = await knownWorkload(
+            hot: Exclusive(0, label: hot), cold: Exclusive(0, label: cold))
+        #expect(showsTheKnownWorkload(report, hot: hot, cold: cold), "\(report)")
+        // The profile's wait is the waiter's own, less what the access does besides waiting.
+        let waited = report.instances.first { $0.label == hot }?.totalWait ?? .zero
+        #expect(waited <= measured && waited >= measured * 0.9, "profile \(waited), measured \(measured)")
+        #expect(report.description.contains("\"\(hot)\" Exclusive<Int>"))
+        #expect(report.description.contains("waited at \(file):\(waiterLine.load(ordering: .relaxed))"))
+        #expect(report.description.contains("held by \(file):\(holderLine.load(ordering: .relaxed))"))
+    }
+
+    @Test func theCheckCatchesWaitsMeasuredFromTheAcquisition() async {
+        let (hot, cold) = (unique("hot"), unique("cold"))
+        let (report, _) = await withFault(.waitFromAcquisition) {
+            await knownWorkload(hot: Exclusive(0, label: hot), cold: Exclusive(0, label: cold))
+        }
+        withKnownIssue("every wait recorded as zero") {
+            #expect(showsTheKnownWorkload(report, hot: hot, cold: cold))
+        }
+    }
+
+    @Test func theCheckCatchesMissingHolders() async {
+        let (hot, cold) = (unique("hot"), unique("cold"))
+        let (report, _) = await withFault(.noHolders) {
+            await knownWorkload(hot: Exclusive(0, label: hot), cold: Exclusive(0, label: cold))
+        }
+        withKnownIssue("no holder's site noted") {
+            #expect(showsTheKnownWorkload(report, hot: hot, cold: cold))
+        }
+    }
+
+    /// A task that awaits an instance a thread holds for a while, profiled.
+    private func profiledTaskWait(label: String) async -> ContentionReport.Instance? {
+        let box = Exclusive(0, label: label)
+        let profile = ContentionProfile.start()
+        let inside = Flag()
+        let leave = Flag()
+        onNewThread {
+            box.access { _ in
+                inside.raise()
+                _ = leave.wait(timeout: .seconds(120))
+            }
+        }
+        _ = await eventually(timeout: .seconds(120)) { inside.isRaised }
+        // The task suspends: its turn comes once the thread leaves.
+        async let awaited: Void = box.access { $0 += 1 }
+        _ = await eventually(timeout: .seconds(120)) { box._engine._backlog.hasPending }
+        leave.raise()
+        await awaited
+        return profile.stop().instances.first { $0.label == label }
+    }
+
+    @Test func aSuspendedAwaitIsATaskWait() async {
+        let instance = await profiledTaskWait(label: unique("awaited"))
+        #expect(instance?.byKind[.suspendedTask]?.count == 1)
+        #expect(instance?.byKind[.blockedThread] == nil)
+        #expect(instance?.contentions == 1)
+        #expect(instance?.waiters.first?.site?.file == file)
+    }
+
+    /// A thread that waits for a condition another access makes true, profiled.
+    private func profiledConditionWait(label: String) async -> ContentionReport.Instance? {
+        let box = Exclusive(0, label: label)
+        let profile = ContentionProfile.start()
+        let waiter = Task.detached {
+            await onItsOwnThread { _ = try? box.access(when: { $0 > 0 }) { $0 += 1 } }
+        }
+        _ = await eventually(timeout: .seconds(120)) { box._engine._waitList.waiting == 1 }
+        await box.access { $0 = 1 }
+        await waiter.value
+        return profile.stop().instances.first { $0.label == label }
+    }
+
+    /// Whether a condition wait was reported as such, and not as contention.
+    private func isAConditionWait(_ instance: ContentionReport.Instance?) -> Bool {
+        guard let instance else { return false }
+        return instance.conditionWaits == 1 && instance.totalWait < instance.conditionWait
+            && instance.conditionWaiters.first?.site?.file == file
+    }
+
+    @Test func aConditionWaitIsNotContention() async {
+        #expect(isAConditionWait(await profiledConditionWait(label: unique("condition"))))
+    }
+
+    @Test func theCheckCatchesAConditionWaitCountedAsContention() async {
+        let instance = await withFault(.conditionAsContention) {
+            await profiledConditionWait(label: unique("condition"))
+        }
+        withKnownIssue("a condition wait counted as a thread's wait for the lock") {
+            #expect(isAConditionWait(instance))
+        }
+    }
+
+    @Test func thePprofFileDecodesWithItsSampleTypesAndLabels() async throws {
+        let (hot, cold) = (unique("hot"), unique("cold"))
+        let (report, _) = await knownWorkload(hot: Exclusive(0, label: hot), cold: Exclusive(0, label: cold))
+        let profile = try Pprof(gzipped: report.pprof())
+        #expect(profile.sampleTypes == [["contentions", "count"], ["delay", "nanoseconds"]])
+        let samples = profile.samples.filter { $0.labels["label"] == hot }
+        #expect(samples.count == 1)
+        #expect(samples.first?.values.first == Int64(rounds))
+        #expect(samples.first?.labels["wait"] == "blocked thread")
+        let known = Int64(holdMilliseconds * rounds) * 1_000_000
+        #expect((samples.first?.values.last ?? 0) >= known * 8 / 10)
+        // Innermost first: the holder, the waiter, the instance.
+        #expect(
+            samples.first?.frames == [
+                "held by \(file):\(holderLine.load(ordering: .relaxed))",
+                "waited at \(file):\(waiterLine.load(ordering: .relaxed))", "Exclusive<Int> \"\(hot)\"",
+            ])
+        #expect(samples.first?.lines == [holderLine.load(ordering: .relaxed), waiterLine.load(ordering: .relaxed), 0])
+    }
+
+    @Test func theDecoderRefusesADamagedFile() async throws {
+        let (report, _) = await knownWorkload(
+            hot: Exclusive(0, label: unique("hot")), cold: Exclusive(0, label: unique("cold")))
+        let good = report.pprof()
+        #expect(throws: (any Error).self) { try Pprof(gzipped: good.dropLast(9)) }  // a gzip cut short
+        var bytes = try gunzip(good)
+        bytes.removeLast(3)  // a protobuf cut short
+        #expect(throws: (any Error).self) { try Pprof(protobuf: bytes) }
+    }
+
+    @Test func samplingOneInNScalesBackUp() async {
+        let label = unique("sampled")
+        let box = Exclusive(0, label: label)
+        let profile = ContentionProfile.start(sampling: .oneIn(2))
+        await onThreads(2) { _ in for _ in 0..<20_000 { box.access { $0 += 1 } } }
+        let report = profile.stop()
+        #expect(report.sampling == .oneIn(2))
+        let instance = report.instances.first { $0.label == label }
+        #expect((instance?.contentions ?? 0) % 2 == 0)
+    }
+
+    @Test func anUncontendedRunReportsNothingOfItsOwn() async {
+        let label = unique("alone")
+        let box = Exclusive(0, label: label)
+        let profile = ContentionProfile.start()
+        for _ in 0..<1_000 { await box.access { $0 += 1 } }
+        let report = profile.stop()
+        #expect(report.instances.allSatisfy { $0.label != label })
+    }
+}
+
+// MARK: - Reading pprof back
+
+/// Decompresses gzip data with the system's `gzip`.
+private func gunzip(_ data: Data) throws -> [UInt8] {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["gzip", "-dc"]
+    let input = Pipe()
+    let output = Pipe()
+    process.standardInput = input
+    process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    input.fileHandleForWriting.write(data)
+    try input.fileHandleForWriting.close()
+    let bytes = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { throw PprofError.notGzip }
+    return Array(bytes)
+}
+
+enum PprofError: Error {
+    case notGzip
+    case truncated
+    case badWireType(Int)
+    case badIndex
+}
+
+/// The parts of a pprof `Profile` the tests look at, read with a protobuf reader of its own (so
+/// that the library's writer isn't checked against itself).
+struct Pprof {
+    struct Sample {
+        var frames: [String] = []
+        var lines: [Int] = []
+        var values: [Int64] = []
+        var labels: [String: String] = [:]
+    }
+
+    var sampleTypes: [[String]] = []
+    var samples: [Sample] = []
+
+    init(gzipped data: Data) throws {
+        try self.init(protobuf: try gunzip(data))
+    }
+
+    init(protobuf bytes: [UInt8]) throws {
+        var strings: [String] = []
+        var types: [(Int, Int)] = []
+        var rawSamples: [(locations: [UInt64], values: [Int64], labels: [(Int, Int)])] = []
+        var locations: [UInt64: (function: UInt64, line: Int)] = [:]
+        var functions: [UInt64: Int] = [:]
+        try Self.fields(bytes[...]) { field, value, body in
+            switch field {
+            case 1:
+                var type = (0, 0)
+                try Self.fields(body) { field, value, _ in
+                    if field == 1 { type.0 = Int(value) } else if field == 2 { type.1 = Int(value) }
+                }
+                types.append(type)
+            case 2:
+                var sample: (locations: [UInt64], values: [Int64], labels: [(Int, Int)]) = ([], [], [])
+                try Self.fields(body) { field, _, body in
+                    switch field {
+                    case 1: sample.locations = try Self.packed(body).map { UInt64(bitPattern: $0) }
+                    case 2: sample.values = try Self.packed(body)
+                    case 3:
+                        var label = (0, 0)
+                        try Self.fields(body) { field, value, _ in
+                            if field == 1 { label.0 = Int(value) } else if field == 2 { label.1 = Int(value) }
+                        }
+                        sample.labels.append(label)
+                    default: break
+                    }
+                }
+                rawSamples.append(sample)
+            case 4:
+                var id: UInt64 = 0
+                var line = (function: UInt64(0), line: 0)
+                try Self.fields(body) { field, value, body in
+                    if field == 1 { id = UInt64(bitPattern: value) }
+                    if field == 4 {
+                        try Self.fields(body) { field, value, _ in
+                            if field == 1 { line.function = UInt64(bitPattern: value) }
+                            if field == 2 { line.line = Int(value) }
+                        }
+                    }
+                }
+                locations[id] = line
+            case 5:
+                var id: UInt64 = 0
+                var name = 0
+                try Self.fields(body) { field, value, _ in
+                    if field == 1 { id = UInt64(bitPattern: value) } else if field == 2 { name = Int(value) }
+                }
+                functions[id] = name
+            case 6: strings.append(String(decoding: body, as: UTF8.self))
+            default: break
+            }
+        }
+        func string(_ index: Int) throws -> String {
+            guard strings.indices.contains(index) else { throw PprofError.badIndex }
+            return strings[index]
+        }
+        sampleTypes = try types.map { [try string($0.0), try string($0.1)] }
+        samples = try rawSamples.map { raw in
+            var sample = Sample(values: raw.values)
+            for id in raw.locations {
+                guard let location = locations[id], let name = functions[location.function] else {
+                    throw PprofError.badIndex
+                }
+                sample.frames.append(try string(name))
+                sample.lines.append(location.line)
+            }
+            for (key, value) in raw.labels { sample.labels[try string(key)] = try string(value) }
+            return sample
+        }
+    }
+
+    /// Calls `body(field, varint value, length-delimited body)` for each field of a message.
+    private static func fields(
+        _ bytes: ArraySlice<UInt8>, _ body: (Int, Int64, ArraySlice<UInt8>) throws -> Void
+    ) throws {
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            let key = try varint(bytes, &index)
+            switch key & 7 {
+            case 0: try body(Int(key >> 3), Int64(bitPattern: try varint(bytes, &index)), [])
+            case 2:
+                let length = Int(try varint(bytes, &index))
+                guard length >= 0, bytes.endIndex - index >= length else { throw PprofError.truncated }
+                try body(Int(key >> 3), 0, bytes[index..<index + length])
+                index += length
+            default: throw PprofError.badWireType(Int(key & 7))
+            }
+        }
+    }
+
+    private static func packed(_ bytes: ArraySlice<UInt8>) throws -> [Int64] {
+        var index = bytes.startIndex
+        var values: [Int64] = []
+        while index < bytes.endIndex { values.append(Int64(bitPattern: try varint(bytes, &index))) }
+        return values
+    }
+
+    private static func varint(_ bytes: ArraySlice<UInt8>, _ index: inout Int) throws -> UInt64 {
+        var value: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            guard index < bytes.endIndex, shift < 64 else { throw PprofError.truncated }
+            let byte = bytes[index]
+            index += 1
+            value |= UInt64(byte & 0x7F) << shift
+            if byte < 0x80 { return value }
+            shift += 7
+        }
+    }
+}
