@@ -45,6 +45,16 @@ ROWS = [
     ("`access` with one `values` consumer: speed-up over a `Mutex` yielding into an `AsyncStream` (newest 1)",
      "Exclusive.access, one values consumer", "peer: Mutex and AsyncStream (newest 1), one consumer",
      "speedup", "≥ 10×"),
+    ("`access` with a contention profile running (`.all`), uncontended, vs none", "Exclusive.access, profiled",
+     "Exclusive.access", "time", "≤ 1.05×"),
+    ("The same, 2 threads", "Exclusive.access, 2 threads, profiled", "Exclusive.access, 2 threads", "time",
+     "≤ 1.10×"),
+    ("The same, 4 threads, 1 µs inside (µs per 10,000)",
+     "contention: Exclusive.access, 4 threads, 1 µs inside, profiled",
+     "contention: Exclusive.access, 4 threads, 1 µs inside", "time", "≤ 1.10×"),
+    ("The same, 8 threads, 0.1 µs inside and out (µs per 10,000)",
+     "contention: Exclusive.access, 8 threads, 0.1 µs inside and out, profiled",
+     "contention: Exclusive.access, 8 threads, 0.1 µs inside and out", "time", "≤ 1.10×"),
     ("Bounded queue (64 slots), 100,000 items, 1 producer (ms): `access(when:)` speed-up over NSCondition",
      "bounded queue, Exclusive.access(when:), 1 producer", "peer: bounded queue, NSCondition, 1 producer",
      "speedup", "≥ 1.0×"),
@@ -111,6 +121,7 @@ PER_THOUSAND = {
     "peer: concurrent DispatchQueue barrier sync", "Exclusive.access nested in another",
     "peer: NSLock nested in another", "await Exclusive.access", "peer: actor method call",
     "Exclusive.access, one values consumer", "peer: Mutex and AsyncStream (newest 1), one consumer",
+    "Exclusive.access, profiled", "Exclusive.access, 2 threads, profiled",
 }
 
 # Absolute times worth a line of their own.

@@ -212,6 +212,7 @@ let benchmarks: @Sendable () -> Void = {
 
     contentionBenchmarks()
     valuesBenchmarks()
+    profilingBenchmarks()
 }
 
 /// Runs `body` a thousand times: one "operation" of the single-threaded rows.
