@@ -88,6 +88,7 @@ public final class Recorder<Value: Sendable>: @unchecked Sendable {
     public init() {}
     public func record(_ value: Value) { _lock.withLock { _values.append(value) } }
     public var values: [Value] { _lock.withLock { _values } }
+    public var count: Int { _lock.withLock { _values.count } }
 }
 
 /// Completes when `count` calls of `arrive()` have happened; await it with `wait()`.

@@ -21,8 +21,10 @@ private struct Pair: Sendable, Equatable {
 
 /// Whether the values a consumer is given while four threads change both halves of a pair (one
 /// after the other, inside each access) were only ever whole pairs, in increasing order, ending
-/// with the final one. The threads go on until the consumer has seen 1,000 values (or two minutes
-/// have passed), so the consumer's turns and theirs overlap however the threads are scheduled.
+/// with the final one. The threads start once the consumer has its first value, yield now and then,
+/// and go on until the consumer has seen 200 values (or each has made 200,000 accesses), so the
+/// consumer's turns and theirs overlap however the threads are scheduled, without four spinning
+/// threads starving the rest of the test run for long.
 private func valuesAreWholeAndInOrder(
     _ values: @escaping @Sendable (Exclusive<Pair>) -> any AsyncSequence<Pair, Never>
 ) async -> Bool {
@@ -31,18 +33,29 @@ private func valuesAreWholeAndInOrder(
     let seenEnough = Flag()
     let writersDone = Flag()
     let final = Exclusive<Pair?>(nil, label: "final")
+    let consuming = Flag()
     let consumer = Task.detached {
         var count = 0
         for await pair in values(pairs) {
             seen.record(pair)
+            consuming.raise()
             count += 1
-            if count == 1_000 { seenEnough.raise() }
+            if count == 200 { seenEnough.raise() }
             if writersDone.isRaised, await final.access({ $0 }) == pair { break }
         }
     }
-    let giveUp = ContinuousClock.now + .seconds(120)
+    _ = await eventually(timeout: progress) { consuming.isRaised }
+    let giveUp = ContinuousClock.now + progress
     await onThreads(4) { _ in
-        while !seenEnough.isRaised, ContinuousClock.now < giveUp {
+        var made = 0
+        while !seenEnough.isRaised, made < 200_000, ContinuousClock.now < giveUp {
+            // Paced by the consumer: at most 64 accesses each per value it has seen, so the
+            // writers can neither finish before it runs nor starve it (or the rest of the run).
+            if made > 64 * (seen.count + 1) {
+                usleep(50)
+                continue
+            }
+            made += 1
             pairs.access { pair in
                 pair.a += 1
                 for _ in 0..<16 { exclusion_spin_hint() }
