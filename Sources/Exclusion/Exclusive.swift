@@ -20,7 +20,7 @@ import Dispatch
 ///
 /// It behaves like a serial dispatch queue that owns the state: accesses never overlap, and the
 /// work one thread submits runs in the order it submitted it, whether it waits (a synchronous `access`),
-/// submits and moves on (``accessAsync(_:)``) or awaits (``access(_:)-9yet0``). It is built for
+/// submits and moves on (``accessAsync(_:)``) or awaits (`await access`). It is built for
 /// speed: a synchronous access with no asynchronous work pending costs about as much as a lock.
 ///
 /// - Warning: Accessing an instance from inside one of its own accesses on the same thread would
