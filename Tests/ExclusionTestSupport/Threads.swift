@@ -40,7 +40,7 @@ public func onItsOwnThread<R: Sendable>(_ body: @escaping @Sendable () -> R) asy
 
 /// Waits (without blocking a test thread for long) until `condition` holds; false after `timeout`.
 /// It polls: use it for conditions nothing announces, and assert what it returns.
-nonisolated(nonsending) public func eventually(timeout: Duration = .seconds(60), _ condition: () -> Bool) async -> Bool
+nonisolated(nonsending) public func eventually(timeout: Duration = .seconds(300), _ condition: () -> Bool) async -> Bool
 {
     let deadline = ContinuousClock.now + timeout
     while !condition() {
@@ -54,7 +54,7 @@ nonisolated(nonsending) public func eventually(timeout: Duration = .seconds(60),
 ///
 /// The timeouts are generous on purpose: under ThreadSanitizer, with the whole suite running on two
 /// cores, a thread can wait seconds for its turn.
-public func spin(until condition: () -> Bool, timeout: Duration = .seconds(60)) -> Bool {
+public func spin(until condition: () -> Bool, timeout: Duration = .seconds(300)) -> Bool {
     let deadline = ContinuousClock.now + timeout
     var rounds = 0
     while !condition() {
@@ -73,7 +73,7 @@ public final class Flag: Sendable {
     public var isRaised: Bool { _value.load(ordering: .sequentiallyConsistent) }
     /// Spins until raised; returns false after `timeout`.
     @discardableResult
-    public func wait(timeout: Duration = .seconds(60)) -> Bool { spin(until: { isRaised }, timeout: timeout) }
+    public func wait(timeout: Duration = .seconds(300)) -> Bool { spin(until: { isRaised }, timeout: timeout) }
 }
 
 // Test-side helpers guard their state with NSLock, not `Synchronization.Mutex`: on Linux the

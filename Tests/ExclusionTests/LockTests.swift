@@ -77,7 +77,7 @@ struct LockTests {
         let result = Recorder<Bool>()
         let finished = Countdown(1)
         onNewThread {
-            let took = lock.lock(before: _Deadline(after: .seconds(60)))
+            let took = lock.lock(before: _Deadline(after: .seconds(300)))
             if took { lock.unlock() }
             result.record(took)
             finished.arrive()
