@@ -49,20 +49,40 @@ final class DocumentStore: Sendable {
         // Another process may hold the write lock for one batch of an import; wait for it.
         configuration.busyMode = .timeout(60)
         do {
-            // Opening a pool writes (GRDB makes sure a write-ahead log exists), so a file that
-            // isn't a store is first looked at through a connection that can't write.
-            if exists { try Self.checkReadOnly(path: path, configuration: configuration) }
-            pool = try DatabasePool(path: path, configuration: configuration)
-            checkpointer = try StoreCheckpointer(path: path, configuration: configuration)
-            try pool.writeWithoutTransaction { db in
-                // GRDB sets NORMAL for WAL mode; only FULL syncs the log at every commit.
-                try db.execute(sql: "PRAGMA synchronous = FULL")
-                // Checkpoints run in the background instead.
-                try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
-            }
-            try StoreSchema.migrate(pool, path: path)
+            (pool, checkpointer) = try Self.open(path: path, exists: exists, configuration: configuration)
         } catch {
             throw .store(error, path: path, doing: "open")
+        }
+    }
+
+    /// Opens the pool and the checkpointer, and makes sure of the schema.
+    ///
+    /// Managers that create a store at the same moment can find it locked where SQLite doesn't wait
+    /// for the busy timeout (switching a new file to write-ahead logging): such an open is tried
+    /// again, a few times, after a short pause.
+    private static func open(
+        path: String, exists: Bool, configuration: Configuration
+    ) throws -> (DatabasePool, StoreCheckpointer) {
+        var attempt = 0
+        while true {
+            do {
+                // Opening a pool writes (GRDB makes sure a write-ahead log exists), so a file that
+                // isn't a store is first looked at through a connection that can't write.
+                if exists { try checkReadOnly(path: path, configuration: configuration) }
+                let pool = try DatabasePool(path: path, configuration: configuration)
+                let checkpointer = try StoreCheckpointer(path: path, configuration: configuration)
+                try pool.writeWithoutTransaction { db in
+                    // GRDB sets NORMAL for WAL mode; only FULL syncs the log at every commit.
+                    try db.execute(sql: "PRAGMA synchronous = FULL")
+                    // Checkpoints run in the background instead.
+                    try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
+                }
+                try StoreSchema.migrate(pool, path: path)
+                return (pool, checkpointer)
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY && attempt < 50 {
+                attempt += 1
+                usleep(UInt32(1_000 * attempt))
+            }
         }
     }
 
