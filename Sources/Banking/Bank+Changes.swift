@@ -66,13 +66,7 @@ struct BankChanges: AsyncSequence, Sendable {
         }
 
         nonisolated(nonsending) mutating func next() async -> AccountChange? {
-            if index == batch.count {
-                batch = await reader.nextBatch()
-                index = 0
-                if batch.isEmpty { return nil }
-            }
-            defer { index += 1 }
-            return batch[index]
+            await next(isolation: #isolation)
         }
     }
 }

@@ -92,7 +92,7 @@ public struct ContentionReport: Sendable, CustomStringConvertible {
         dropped = table.dropped.load(ordering: .relaxed) * scale
         rows = table.entries().map { entry in
             Row(
-                label: entry.key.label, type: entry.key.type, kind: WaitKind(entry.key.kind),
+                label: entry.names.label, type: entry.names.type, kind: WaitKind(entry.key.kind),
                 waiter: Site(entry.key.waiter), holder: Site(entry.key.holder), count: entry.count * scale,
                 nanoseconds: entry.nanoseconds * scale, longest: entry.longest)
         }

@@ -39,6 +39,48 @@ func onThreads(_ count: Int, iterations: Int, _ body: @escaping @Sendable (Int, 
     group.wait()
 }
 
+/// Counts the changes a bank's notifications deliver, of either kind, until `count` of them.
+final class DeliveredChanges {
+    private let done = DispatchSemaphore(value: 0)
+    private let observers: [any NSObjectProtocol]
+
+    init(of bank: Bank, until count: Int) {
+        let delivered = Atomic<Int>(0)
+        let done = done
+        let add: @Sendable (Int) -> Void = { changes in
+            if delivered.add(changes, ordering: .relaxed).newValue == count { done.signal() }
+        }
+        observers = [
+            NotificationCenter.default.addObserver(
+                forName: Bank.accountDidChangeNotification, object: bank, queue: nil
+            ) { _ in add(1) },
+            NotificationCenter.default.addObserver(
+                forName: Bank.accountsDidChangeNotification, object: bank, queue: nil
+            ) { note in add((note.userInfo?[Bank.changesKey] as? [AccountChange])?.count ?? 0) },
+        ]
+        if count == 0 { done.signal() }
+    }
+
+    deinit {
+        for observer in observers { NotificationCenter.default.removeObserver(observer) }
+    }
+
+    /// Waits until the last change was delivered.
+    func wait() { done.wait() }
+}
+
+/// One cent from account to account, `iterations` times in all, shared out over `threads` threads
+/// (`pair` picks the accounts).
+func transfer(on bank: Bank, _ accounts: [Account], threads: Int, iterations: Int) {
+    let amount = Money(minorUnits: 1)
+    onThreads(threads, iterations: iterations) { thread, count in
+        for step in 0..<count {
+            let (from, to) = pair(step, thread)
+            try? bank.transferMoneyAmount(amount, from: accounts[from], to: accounts[to])
+        }
+    }
+}
+
 /// A cheap, deterministic account pair for step `step` of thread `thread`.
 @inline(__always)
 func pair(_ step: Int, _ thread: Int) -> (Int, Int) {
@@ -84,16 +126,13 @@ let benchmarks: @Sendable () -> Void = {
                 let notifications = DispatchQueue(label: "notifications")
                 let (bank, accounts) = makeBank(
                     .serial, notifications: notifications, changeNotifications: changeNotifications)
-                let amount = Money(minorUnits: 1)
+                let delivered = DeliveredChanges(
+                    of: bank, until: benchmark.scaledIterations.count / threads * threads * 2)
                 benchmark.startMeasurement()
-                onThreads(threads, iterations: benchmark.scaledIterations.count) { thread, count in
-                    for step in 0..<count {
-                        let (from, to) = pair(step, thread)
-                        try? bank.transferMoneyAmount(amount, from: accounts[from], to: accounts[to])
-                    }
-                }
-                // The announcement round in progress runs until nothing is left: after it, all is posted.
-                notifications.sync {}
+                transfer(on: bank, accounts, threads: threads, iterations: benchmark.scaledIterations.count)
+                // An announcement round posts one batch and queues the next behind other work, so
+                // one `sync` on the queue isn't the end: wait for the last change to be delivered.
+                delivered.wait()
             }
         }
         // One loop over `bank.changes`, made before the transfers: timed until it has taken the
@@ -106,16 +145,11 @@ let benchmarks: @Sendable () -> Void = {
                     .serial, notifications: notifications, changeNotifications: changeNotifications)
                 let expected = benchmark.scaledIterations.count / threads * threads * 2
                 let consumer = ChangesConsumer(bank.changes, until: expected)
-                let amount = Money(minorUnits: 1)
+                let delivered = DeliveredChanges(of: bank, until: expected)
                 benchmark.startMeasurement()
-                onThreads(threads, iterations: benchmark.scaledIterations.count) { thread, count in
-                    for step in 0..<count {
-                        let (from, to) = pair(step, thread)
-                        try? bank.transferMoneyAmount(amount, from: accounts[from], to: accounts[to])
-                    }
-                }
+                transfer(on: bank, accounts, threads: threads, iterations: benchmark.scaledIterations.count)
                 consumer.wait()
-                notifications.sync {}
+                delivered.wait()
             }
         }
         Benchmark("peer: textbook transfer\(suffix)") { benchmark in

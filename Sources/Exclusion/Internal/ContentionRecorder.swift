@@ -51,23 +51,20 @@ struct _Site: Sendable, Hashable {
 }
 
 /// One kind of wait at one place: the instance, the kind, where the waiter called from, and where
-/// the access that held the state before the waiter got it had been called from.
+/// the access that held the state before the waiter got it had been called from. Identities only,
+/// so that adding a wait to a slot that has it already builds no string.
 struct _ContentionKey: Sendable, Hashable {
     let instance: ObjectIdentifier
-    let label: String
-    let type: String
     let kind: _WaitKind
     let waiter: _Site
     let holder: _Site
 
-    /// A 64-bit hash that is never 0 (0 marks an empty slot). Only the identities go in: the
-    /// label and type belong to the instance.
+    /// A 64-bit hash that is never 0 (0 marks an empty slot).
     var hash: UInt64 {
         var h: UInt64 = 0x9E37_79B9_7F4A_7C15
         for part in [
             UInt64(UInt(bitPattern: instance.hashValue)), UInt64(kind.rawValue), UInt64(waiter.start),
-            UInt64(waiter.line),
-            UInt64(holder.start), UInt64(holder.line),
+            UInt64(waiter.line), UInt64(holder.start), UInt64(holder.line),
         ] {
             h = (h ^ part) &* 0xBF58_476D_1CE4_E5B9
             h ^= h >> 31
@@ -76,14 +73,21 @@ struct _ContentionKey: Sendable, Hashable {
     }
 }
 
+/// What a report says of an instance: its label and its type's name.
+struct _ContentionNames: Sendable {
+    let label: String
+    let type: String
+}
+
 /// One slot of the table: a key, claimed once, and its totals.
 final class _ContentionSlot: @unchecked Sendable {
-    // @unchecked: `key` is written once, by the thread whose compare-and-swap of `hash` from 0
-    // succeeded, before it stores `ready` with releasing ordering; it is read only after `ready`
-    // was loaded true with acquiring ordering. Everything else is atomic.
+    // @unchecked: `key` and `names` are written once, by the thread whose compare-and-swap of
+    // `hash` from 0 succeeded, before it stores `ready` with releasing ordering; they are read only
+    // after `ready` was loaded true with acquiring ordering. Everything else is atomic.
     let hash = Atomic<UInt64>(0)
     let ready = Atomic<Bool>(false)
     var key: _ContentionKey?
+    var names: _ContentionNames?
     let count = Atomic<Int>(0)
     let nanoseconds = Atomic<Int>(0)
     let longest = Atomic<Int>(0)
@@ -111,7 +115,8 @@ final class _ContentionTable: Sendable {
         sampleEvery == 1 || seen.add(1, ordering: .relaxed).newValue % sampleEvery == 0
     }
 
-    func add(_ key: _ContentionKey, nanoseconds: Int) {
+    /// Adds a wait to `key`'s slot; `names` is asked for only when the key takes a slot of its own.
+    func add(_ key: _ContentionKey, nanoseconds: Int, names: () -> _ContentionNames) {
         let hash = key.hash
         let mask = slots.count - 1
         var index = Int(truncatingIfNeeded: hash) & mask
@@ -123,6 +128,7 @@ final class _ContentionTable: Sendable {
                     expected: 0, desired: hash, ordering: .acquiringAndReleasing)
                 if exchanged {
                     slot.key = key
+                    slot.names = names()
                     slot.ready.store(true, ordering: .releasing)
                     current = hash
                 } else {
@@ -141,11 +147,11 @@ final class _ContentionTable: Sendable {
     }
 
     /// What was added up, for the report: every claimed slot whose key is written.
-    func entries() -> [(key: _ContentionKey, count: Int, nanoseconds: Int, longest: Int)] {
+    func entries() -> [(key: _ContentionKey, names: _ContentionNames, count: Int, nanoseconds: Int, longest: Int)] {
         slots.compactMap { slot in
-            guard slot.ready.load(ordering: .acquiring), let key = slot.key else { return nil }
+            guard slot.ready.load(ordering: .acquiring), let key = slot.key, let names = slot.names else { return nil }
             return (
-                key, slot.count.load(ordering: .relaxed), slot.nanoseconds.load(ordering: .relaxed),
+                key, names, slot.count.load(ordering: .relaxed), slot.nanoseconds.load(ordering: .relaxed),
                 slot.longest.load(ordering: .relaxed)
             )
         }
@@ -179,13 +185,18 @@ enum _Contention {
     }
 
     /// Adds a wait of `nanoseconds` to the running profile, if one runs and samples it.
-    static func record(_ key: @autoclosure () -> _ContentionKey, nanoseconds: UInt64) {
+    ///
+    /// Only a recorder that saw a profile running counts itself in `recording`, and it looks again
+    /// after counting itself: once `stop` has cleared `active`, no new recorder counts itself, so
+    /// `stop` waits only for the few already inside, however many threads keep waiting.
+    static func record(_ key: _ContentionKey, nanoseconds: UInt64, names: () -> _ContentionNames) {
+        guard active.load(ordering: .sequentiallyConsistent) != nil else { return }
         recording.add(1, ordering: .sequentiallyConsistent)
         defer { recording.subtract(1, ordering: .releasing) }
         guard let table = active.load(ordering: .sequentiallyConsistent)?.takeUnretainedValue(),
             table.samples()
         else { return }
-        table.add(key(), nanoseconds: Int(truncatingIfNeeded: nanoseconds))
+        table.add(key, nanoseconds: Int(truncatingIfNeeded: nanoseconds), names: names)
     }
 
     /// Makes `table` the running profile's; false if another profile runs.

@@ -14,11 +14,16 @@ extension _Engine {
             line: _holderLine.load(ordering: .relaxed))
         // Taken over: the next waiter's holder is whoever releases next.
         if exclusively { _noteHolder(.none) }
+        _record(kind, at: site, heldBy: holder, nanoseconds: waited)
+    }
+
+    /// Adds a wait to the running profile. The instance's names are only made when its key is new
+    /// to the profile: a wait that is recorded with the state held builds no string.
+    func _record(_ kind: _WaitKind, at site: _Site, heldBy holder: _Site = .none, nanoseconds: UInt64) {
         _Contention.record(
-            _ContentionKey(
-                instance: ObjectIdentifier(self), label: label, type: _typeName, kind: kind, waiter: site,
-                holder: holder),
-            nanoseconds: waited)
+            _ContentionKey(instance: ObjectIdentifier(self), kind: kind, waiter: site, holder: holder),
+            nanoseconds: nanoseconds
+        ) { _ContentionNames(label: label, type: _typeName) }
     }
 
     /// Notes `site` as the holder that profiled waiters take over from; call with the state held

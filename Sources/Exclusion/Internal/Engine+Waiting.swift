@@ -74,16 +74,11 @@ extension _Engine {
                 thread, until: condition, limit: limit, file: file, line: line, outbox)
         }
         // Profiled: from the condition found false until it holds, a wait for the program's state.
+        // A wait that timed out is recorded too: it waited as long as any.
         let start = _Contention.now()
-        do {
-            let outbox = try _lockExclusivelyWaitingForCondition(
-                thread, until: condition, limit: limit, file: file, line: line, outbox)
-            _recordConditionWait(at: _Site(file, line), since: start)
-            return outbox
-        } catch {
-            _recordConditionWait(at: _Site(file, line), since: start)
-            throw error
-        }
+        defer { _recordConditionWait(at: _Site(file, line), since: start) }
+        return try _lockExclusivelyWaitingForCondition(
+            thread, until: condition, limit: limit, file: file, line: line, outbox)
     }
 
     /// `_lockExclusivelyWaiting` itself.
@@ -336,10 +331,8 @@ extension _Engine {
 
     /// Records a wait for a condition that began at `start`: not contention, and no holder.
     func _recordConditionWait(at site: _Site, since start: UInt64) {
-        _Contention.record(
-            _ContentionKey(
-                instance: ObjectIdentifier(self), label: label, type: _typeName,
-                kind: _Contention.fault == .conditionAsContention ? .thread : .condition, waiter: site, holder: .none),
+        _record(
+            _Contention.fault == .conditionAsContention ? .thread : .condition, at: site,
             nanoseconds: _Contention.now() &- start)
     }
 }
@@ -394,11 +387,7 @@ extension _Engine {
         if locked {
             _recordWait(.thread, at: _Site(file, line), since: start)
         } else {
-            _Contention.record(
-                _ContentionKey(
-                    instance: ObjectIdentifier(self), label: label, type: _typeName, kind: .thread,
-                    waiter: _Site(file, line), holder: .none),
-                nanoseconds: _Contention.now() &- start)
+            _record(.thread, at: _Site(file, line), nanoseconds: _Contention.now() &- start)
         }
         return locked
     }
