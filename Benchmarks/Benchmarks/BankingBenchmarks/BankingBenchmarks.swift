@@ -18,8 +18,11 @@ func makeBank(
 ) -> (Bank, [Account]) {
     let bank = Bank(
         concurrency: concurrency, notificationQueue: notifications, changeNotifications: changeNotifications)
+    // The opening notifications are delivered before anything is measured. One `sync` on the queue
+    // isn't enough: an announcement round posts a batch and queues the next behind other work.
+    let opening = DeliveredChanges(of: bank, until: accounts)
     let opened = (0..<accounts).map { _ in try! bank.openAccount(initialBalance: Money(minorUnits: 1_000_000)) }
-    notifications.sync {}  // the opening notifications are delivered before anything is measured
+    opening.wait()
     return (bank, opened)
 }
 
@@ -41,14 +44,23 @@ func onThreads(_ count: Int, iterations: Int, _ body: @escaping @Sendable (Int, 
 
 /// Counts the changes a bank's notifications deliver, of either kind, until `count` of them.
 final class DeliveredChanges {
+    private final class Tally: Sendable {
+        let delivered = Atomic<Int>(0)
+    }
+
     private let done = DispatchSemaphore(value: 0)
+    private let tally = Tally()
+    private let count: Int
     private let observers: [any NSObjectProtocol]
 
     init(of bank: Bank, until count: Int) {
-        let delivered = Atomic<Int>(0)
+        let tally = tally
         let done = done
+        self.count = count
+        // Signalled when the count is first reached, so that a change too many can't hide it.
         let add: @Sendable (Int) -> Void = { changes in
-            if delivered.add(changes, ordering: .relaxed).newValue == count { done.signal() }
+            let (before, after) = tally.delivered.add(changes, ordering: .relaxed)
+            if before < count, after >= count { done.signal() }
         }
         observers = [
             NotificationCenter.default.addObserver(
@@ -65,8 +77,13 @@ final class DeliveredChanges {
         for observer in observers { NotificationCenter.default.removeObserver(observer) }
     }
 
-    /// Waits until the last change was delivered.
-    func wait() { done.wait() }
+    /// Waits until the last change was delivered; stops the run with the counts if that takes
+    /// minutes, instead of hanging.
+    func wait() {
+        guard done.wait(timeout: .now() + .seconds(300)) == .success else {
+            fatalError("\(tally.delivered.load(ordering: .relaxed)) of \(count) changes delivered after 300 s")
+        }
+    }
 }
 
 /// One cent from account to account, `iterations` times in all, shared out over `threads` threads
@@ -107,8 +124,12 @@ final class ChangesConsumer: Sendable {
         started.wait()
     }
 
-    /// Waits until the loop has taken its changes.
-    func wait() { done.wait() }
+    /// Waits until the loop has taken its changes; stops the run if that takes minutes.
+    func wait() {
+        guard done.wait(timeout: .now() + .seconds(300)) == .success else {
+            fatalError("the changes loop didn't take its changes within 300 s")
+        }
+    }
 }
 
 let benchmarks: @Sendable () -> Void = {
