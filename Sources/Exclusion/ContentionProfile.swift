@@ -30,6 +30,9 @@ import Musl
 /// set the environment variable `EXCLUSION_CONTENTION_PROFILE` to a file path: a profile of every
 /// contended wait starts with the first instance the program creates, and when the program exits
 /// the pprof file is written there and the table's top rows are printed on standard error.
+///
+/// On Apple platforms the waits and holds a profile records are also signpost intervals, which
+/// Instruments shows on its timeline: see <doc:FindingContention>.
 public final class ContentionProfile: Sendable {
     /// Which contended waits a profile records.
     public enum Sampling: Sendable, Hashable {

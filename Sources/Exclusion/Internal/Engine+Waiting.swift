@@ -75,7 +75,7 @@ extension _Engine {
         }
         // Profiled: from the condition found false until it holds, a wait for the program's state.
         // A wait that timed out is recorded too: it waited as long as any.
-        let start = _Contention.now()
+        let start = _conditionWaitBegins(at: _Site(file, line))
         defer { _recordConditionWait(at: _Site(file, line), since: start) }
         return try _lockExclusivelyWaitingForCondition(
             thread, until: condition, limit: limit, file: file, line: line, outbox)
@@ -275,7 +275,7 @@ extension _Engine {
                         if let failure {
                             continuation.resume(returning: .failure(failure))
                         } else {
-                            _enqueue(waiter, limit, profiled: !observer && _Contention.isOn ? _Contention.now() : nil)
+                            _enqueue(waiter, limit, profiled: !observer && _Contention.isOn)
                         }
                     }
                 } onCancel: {
@@ -305,18 +305,18 @@ extension _Engine {
     /// condition holds, and otherwise joins the wait list. A timer abandons it at `limit`, wherever
     /// it is by then.
     ///
-    /// With `profiled` (when the access began, while a contention profile runs), the wait for the
+    /// With `profiled` (a contention profile runs, and the access is not an observer), the wait for the
     /// turn is recorded as a task's wait for the lock if the condition then holds, and the whole
     /// wait as a wait for the condition if it doesn't.
-    private func _enqueue(_ waiter: _Waiter<State>, _ limit: _TimeLimit?, profiled start: UInt64? = nil) {
+    private func _enqueue(_ waiter: _Waiter<State>, _ limit: _TimeLimit?, profiled: Bool = false) {
         if let limit { _waitList.startTimer(for: waiter, limit, label: label) }
-        guard let start else {
+        guard profiled else {
             return _enqueue(
                 .closure(isShared: false) { deliveries in
                     if let run = self._waitList.check(waiter, self._state) { run(&self._state.pointee, &deliveries) }
                 })
         }
-        _waitList.profiledWaiterArrives()
+        let start = _lockWaitBegins(at: .none)
         _enqueue(
             .closure(isShared: false) { deliveries in
                 self._waitList.profiledWaiterLeaves()
@@ -331,9 +331,7 @@ extension _Engine {
 
     /// Records a wait for a condition that began at `start`: not contention, and no holder.
     func _recordConditionWait(at site: _Site, since start: UInt64) {
-        _record(
-            _Contention.fault == .conditionAsContention ? .thread : .condition, at: site,
-            nanoseconds: _Contention.now() &- start)
+        _record(_Contention.fault == .conditionAsContention ? .thread : .condition, at: site, since: start)
     }
 }
 
@@ -360,8 +358,7 @@ extension _Engine {
     @usableFromInline
     func _lockExclusivelyWatching(file: StaticString, line: UInt, notingEntry: Bool, profiled isProfiled: Bool) {
         if !_lock.tryLockExclusive() {
-            let profiled = isProfiled && _Contention.isOn ? _Contention.now() : nil
-            if profiled != nil { _waitList.profiledWaiterArrives() }
+            let profiled = isProfiled && _Contention.isOn ? _lockWaitBegins(at: _Site(file, line)) : nil
             _lock.lockExclusive(reportingAt: _Deadline(after: _StuckWait.threshold!)) {
                 _reportStuck(waitingFor: "to take", file: file, line: line)
             }
@@ -379,15 +376,14 @@ extension _Engine {
     func _lockExclusiveWatching(before deadline: _Deadline, file: StaticString, line: UInt) -> Bool {
         if _lock.tryLockExclusive() { return true }
         guard _Contention.isOn else { return _lockExclusiveWaiting(before: deadline, file: file, line: line) }
-        let start = _Contention.now()
-        _waitList.profiledWaiterArrives()
+        let start = _lockWaitBegins(at: _Site(file, line))
         let locked = _lockExclusiveWaiting(before: deadline, file: file, line: line)
         _waitList.profiledWaiterLeaves()
         // A wait that gave up is recorded too: it waited as long as any.
         if locked {
             _recordWait(.thread, at: _Site(file, line), since: start)
         } else {
-            _record(.thread, at: _Site(file, line), nanoseconds: _Contention.now() &- start)
+            _record(.thread, at: _Site(file, line), since: start)
         }
         return locked
     }
@@ -410,8 +406,7 @@ extension _Engine {
         guard _Contention.isOn else { return _lockSharedWaiting(thread, file: file, line: line) }
         // The quick path can fail with the lock free (a read-bias slot taken): only a real wait counts.
         if let ticket = _lock.tryLockShared(thread: thread.index) { return ticket }
-        let start = _Contention.now()
-        _waitList.profiledWaiterArrives()
+        let start = _lockWaitBegins(at: _Site(file, line))
         let ticket = _lockSharedWaiting(thread, file: file, line: line)
         _waitList.profiledWaiterLeaves()
         _recordWait(.thread, at: _Site(file, line), since: start, exclusively: false)

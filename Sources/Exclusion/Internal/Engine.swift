@@ -160,8 +160,7 @@ extension _Engine {
     @usableFromInline @inline(never)
     func _lockExclusivelyContended(file: StaticString, line: UInt, profiled: Bool) {
         guard profiled, _Contention.isOn else { return _lock.lockExclusive() }
-        let start = _Contention.now()
-        _waitList.profiledWaiterArrives()
+        let start = _lockWaitBegins(at: _Site(file, line))
         _lock.lockExclusive()
         _waitList.profiledWaiterLeaves()
         _recordWait(.thread, at: _Site(file, line), since: start)
@@ -352,8 +351,7 @@ extension _Engine {
                         .closure(isShared: isShared) { deliveries in turn.run(&self._state.pointee, &deliveries) })
                 }
                 // Profiled: the wait lasts until the turn runs, with the state held.
-                let start = _Contention.now()
-                _waitList.profiledWaiterArrives()
+                let start = _lockWaitBegins(at: site)
                 _enqueue(
                     .closure(isShared: isShared) { deliveries in
                         self._waitList.profiledWaiterLeaves()

@@ -157,8 +157,12 @@ class _WaitList<State>: @unchecked Sendable {
     /// Whether an access waits for the lock while a profile runs: the holder's site is wanted.
     final var hasProfiledWaiters: Bool { _count.load(ordering: .relaxed) >= Self._profiledWaiter }
 
-    /// A profiled access starts, or stops, waiting for the lock.
-    final func profiledWaiterArrives() { _count.add(Self._profiledWaiter, ordering: .relaxed) }
+    /// A profiled access starts, or stops, waiting for the lock; the start says whether no other
+    /// profiled access waited.
+    @discardableResult
+    final func profiledWaiterArrives() -> Bool {
+        _count.add(Self._profiledWaiter, ordering: .relaxed).oldValue < Self._profiledWaiter
+    }
     final func profiledWaiterLeaves() { _count.subtract(Self._profiledWaiter, ordering: .relaxed) }
 
     /// Whether the state is promised to a granted thread; read with the state held exclusively.
