@@ -103,7 +103,7 @@ extension ReadersWriter {
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws.
     /// - Warning: Calling any accessor of this instance from inside `body` stops the process.
-    @inlinable
+    @inlinable @inline(__always)
     public func write<R, E: Error>(
         _ body: (inout State) throws(E) -> R, file: StaticString = #fileID, line: UInt = #line
     ) throws(E) -> R {
@@ -122,7 +122,7 @@ extension ReadersWriter {
     ///   - line: The line of the call, likewise.
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws.
-    @inlinable
+    @inlinable @inline(__always)
     public func write<R, E: Error>(
         _ body: (inout State, inout Outbox) throws(E) -> R, file: StaticString = #fileID, line: UInt = #line
     ) throws(E) -> R {
@@ -185,9 +185,9 @@ extension ReadersWriter where State: Sendable {
     ///
     /// It runs in the caller's isolation: if it needn't wait, `body` runs at once on the caller's
     /// thread and actor; otherwise the task suspends and resumes where it was.
-    @inlinable @inline(__always)
     ///
     /// `file` and `line` name the call in a ``ContentionProfile``; leave the defaults.
+    @inlinable @inline(__always)
     nonisolated(nonsending) public func read<R: Sendable, E: Error>(
         _ body: @Sendable (State) throws(E) -> R, file: StaticString = #fileID, line: UInt = #line
     ) async throws(E) -> R {
@@ -199,9 +199,9 @@ extension ReadersWriter where State: Sendable {
     ///
     /// It runs in the caller's isolation: if it needn't wait, `body` runs at once on the caller's
     /// thread and actor; otherwise the task suspends and resumes where it was.
-    @inlinable @inline(__always)
     ///
     /// `file` and `line` name the call in a ``ContentionProfile``; leave the defaults.
+    @inlinable @inline(__always)
     nonisolated(nonsending) public func write<R: Sendable, E: Error>(
         _ body: @Sendable (inout State) throws(E) -> R, file: StaticString = #fileID, line: UInt = #line
     ) async throws(E) -> R {

@@ -138,17 +138,17 @@ extension _Engine {
     /// the outbox for the rest of the access. Pair with `unlockExclusively`; the caller's body runs
     /// in between (the public types call it, because only they know whether their bodies take the
     /// state as `sending`).
-    @inlinable @inline(__always)
     ///
     /// `profiled` is false for the engine's own drains: a profile counts the work they run where
     /// it waited (an awaited access as a task's wait), not the drain's own wait for the lock.
+    @inlinable @inline(__always)
     func lockExclusively(
         _ thread: _CurrentThread, file: StaticString = "(asynchronous work)", line: UInt = 0,
         notingEntry: Bool = true, profiled: Bool = true
     ) -> Outbox {
         if _watchesWaits {
             _lockExclusivelyWatching(file: file, line: line, notingEntry: notingEntry, profiled: profiled)
-        } else if !_lock.tryLockExclusive() {
+        } else if !_lock.lockExclusiveIfFree() {
             _lockExclusivelyContended(file: file, line: line, profiled: profiled)
         }
         if _waitList.isReserved { _ = _backOffForGrantee(before: nil) }

@@ -18,6 +18,11 @@ protocol _EngineLock: Sendable {
 
     func lockExclusive()
     func tryLockExclusive() -> Bool
+    /// What `lockExclusive` does if nobody else holds the lock, and false, holding nothing, if
+    /// somebody does: the engine's quick path, which sends a contended acquisition out of line.
+    /// It may wait out readers on their way in or out (unlike `tryLockExclusive`), as
+    /// `lockExclusive` does, so that it costs no more than `lockExclusive`.
+    func lockExclusiveIfFree() -> Bool
     func unlockExclusive()
     /// Exclusive access by `deadline`, or false, holding nothing; only for timed waits.
     func lockExclusive(before deadline: _Deadline) -> Bool
@@ -43,6 +48,7 @@ extension _Lock: _EngineLock {
 
     @inlinable func lockExclusive() { lock() }
     @inlinable func tryLockExclusive() -> Bool { tryLock() }
+    @inlinable func lockExclusiveIfFree() -> Bool { tryLock() }
     @inlinable func unlockExclusive() { unlock() }
     @usableFromInline func lockExclusive(before deadline: _Deadline) -> Bool { lock(before: deadline) }
     @usableFromInline func lockExclusive(reportingAt deadline: _Deadline, _ report: () -> Void) {

@@ -159,6 +159,15 @@ final class _ReadersWriterLock: @unchecked Sendable {
         _revokeBias()
     }
 
+    /// Exclusive access if no other thread holds the underlying lock; fast-path readers inside
+    /// are waited out, as `lockExclusive` does.
+    @usableFromInline
+    func lockExclusiveIfFree() -> Bool {
+        guard pthread_rwlock_trywrlock(_underlying) == 0 else { return false }
+        _revokeBias()
+        return true
+    }
+
     /// Exclusive access if it can be had without waiting.
     @usableFromInline
     func tryLockExclusive() -> Bool {
