@@ -55,7 +55,7 @@ else
     echo "| Operation | Instructions |"
     echo "|---|---:|"
 fi
-for kind in access read write await; do
+for kind in access read write await profiled; do
     if [[ -n "$base" ]]; then
         echo "| $kind | $(per_operation "$work/base.bin" $kind) | $(per_operation "$work/this.bin" $kind) |"
     else

@@ -1,7 +1,8 @@
 import Exclusion
 
 // Makes `count` uncontended operations of one kind, for `icount.sh` to count their instructions
-// under valgrind. Usage: icount KIND COUNT, where KIND is access, read, write or await.
+// under valgrind. Usage: icount KIND COUNT, where KIND is access, read, write, await, or
+// profiled (access with a contention profile running).
 
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let count = Int(arguments[2]) else { fatalError("usage: icount KIND COUNT") }
@@ -17,6 +18,11 @@ switch arguments[1] {
 case "access":
     for _ in 0..<count { exclusive.access { $0 += 1 } }
     keep(exclusive.access { $0 })
+case "profiled":
+    let profile = ContentionProfile.start(sampling: .all)
+    for _ in 0..<count { exclusive.access { $0 += 1 } }
+    keep(exclusive.access { $0 })
+    _ = profile.stop()
 case "read":
     var sum = 0
     for _ in 0..<count { sum &+= readersWriter.read { $0 } }
@@ -29,5 +35,5 @@ case "await":
     for _ in 0..<count { await exclusive.access { $0 += 1 } }
     keep(exclusive.access { $0 })
 default:
-    fatalError("unknown kind \(arguments[1]): access, read, write or await")
+    fatalError("unknown kind \(arguments[1]): access, read, write, await or profiled")
 }
