@@ -82,11 +82,16 @@ static struct timespec timespec_at(uint64_t ns) {
 }
 
 /// Waits for `lock` until `deadline` (CLOCK_MONOTONIC nanoseconds; 0 for no deadline); 1 once it
-/// holds it, 0 if the deadline passed first.
-static int wait_until(exclusion_lock *lock, uint64_t deadline) {
+/// holds it, 0 if the deadline passed first. With `took_at`, the clock is read before every look
+/// at the lock, and the reading before the look that took it is stored there.
+static int wait_until(exclusion_lock *lock, uint64_t deadline, uint64_t *took_at) {
     exclusion_backoff backoff = {0};
     while (exclusion_backoff_spin(&backoff)) {
+        uint64_t looked = took_at != NULL ? exclusion_monotonic_now() : 0;
         if (__atomic_load_n(&lock->word, __ATOMIC_RELAXED) == 0 && exclusion_lock_try(lock)) {
+            if (took_at != NULL) {
+                *took_at = looked;
+            }
             return 1;
         }
     }
@@ -105,11 +110,15 @@ static int wait_until(exclusion_lock *lock, uint64_t deadline) {
         // Before each look: a wake-up sent after this sets `waking` again, so the sleep below
         // returns at once instead of missing it.
         __atomic_store_n(&lock->waking, 0, __ATOMIC_SEQ_CST);
+        uint64_t looked = took_at != NULL ? exclusion_monotonic_now() : 0;
         if (exclusion_lock_try(lock)) {
+            if (took_at != NULL) {
+                *took_at = looked;
+            }
             took = 1;
             break;
         }
-        uint64_t now = deadline != 0 || polling ? exclusion_monotonic_now() : 0;
+        uint64_t now = looked != 0 ? looked : deadline != 0 || polling ? exclusion_monotonic_now() : 0;
         if (deadline != 0 && now >= deadline) {
             break;
         }
@@ -125,14 +134,23 @@ static int wait_until(exclusion_lock *lock, uint64_t deadline) {
 }
 
 void exclusion_lock_wait(exclusion_lock *lock) {
-    (void)wait_until(lock, 0);
+    (void)wait_until(lock, 0, NULL);
+}
+
+uint64_t exclusion_lock_lock_timed(exclusion_lock *lock, uint64_t started) {
+    if (exclusion_lock_try(lock)) {
+        return started;
+    }
+    uint64_t took_at = started;
+    (void)wait_until(lock, 0, &took_at);
+    return took_at;
 }
 
 int exclusion_lock_wait_until(exclusion_lock *lock, uint64_t deadline) {
     if (exclusion_lock_try(lock)) {
         return 1;
     }
-    return wait_until(lock, deadline == 0 ? 1 : deadline);  // 0 means "none" inside
+    return wait_until(lock, deadline == 0 ? 1 : deadline, NULL);  // 0 means "none" inside
 }
 
 void exclusion_lock_wake(exclusion_lock *lock) {

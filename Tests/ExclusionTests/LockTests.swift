@@ -90,6 +90,32 @@ struct LockTests {
         #expect(exclusion_lock_testing_waiters(lock._handle) == 0)
     }
 
+    @Test func aTimedLockSaysWhenItTookTheLock() async {
+        let lock = _Lock()
+        defer { lock.destroy() }
+        // Free: taken at once, and the wait ends where it began.
+        #expect(lock.lockTimed(since: 42) == 42)
+        let released = Atomic<UInt64>(0)
+        let result = Recorder<(start: UInt64, took: UInt64, returned: UInt64)>()
+        let finished = Countdown(1)
+        onNewThread {
+            let start = _Contention.now()
+            let took = lock.lockTimed(since: start)
+            let returned = _Contention.now()
+            lock.unlock()
+            result.record((start, took, returned))
+            finished.arrive()
+        }
+        // Released once the waiter sleeps on the lock, so the time read after a wake-up is tested.
+        #expect(await eventually { exclusion_lock_testing_waiters(lock._handle) == 1 })
+        released.store(_Contention.now(), ordering: .sequentiallyConsistent)
+        lock.unlock()
+        await finished.wait()
+        let wait = result.values.first
+        #expect(wait.map { $0.took >= released.load(ordering: .sequentiallyConsistent) } == true)
+        #expect(wait.map { $0.start <= $0.took && $0.took <= $0.returned } == true)
+    }
+
     @Test func aContentionEpisodeIsFencedOnceAndEndsWhenTheLockIsQuiet() async throws {
         try #require(exclusion_lock_testing_is_fenced() != 0, "membarrier is not used on this machine")
         // In a process of its own, so that no other test's lock fences meanwhile.

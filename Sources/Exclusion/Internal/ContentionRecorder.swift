@@ -220,6 +220,9 @@ enum _ContentionFault: Int {
     case none = 0
     /// Waits measured from when the lock was taken, not from when the wait began.
     case waitFromAcquisition = 1
+    /// Waits of accesses that took the state exclusively measured until they let go of it, not
+    /// until they took it.
+    case waitUntilRelease = 4
     /// Holders never noted.
     case noHolders = 2
     /// Waits for a condition recorded as threads' waits for the lock.

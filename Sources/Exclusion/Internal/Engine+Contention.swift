@@ -1,5 +1,15 @@
 // MARK: - Contention profile
 
+/// A profiled wait that is over, to be added to the profile: by an access called at `site`, of
+/// `kind`, from `start` for `waited` nanoseconds, taking over from the access called at `holder`.
+struct _PendingWait {
+    let kind: _WaitKind
+    let site: _Site
+    let holder: _Site
+    let start: UInt64
+    let waited: UInt64
+}
+
 extension _Engine {
     /// Records a wait of `kind` by an access called at `site` that began at `start`; call with
     /// the state held (exclusively, or shared for a read), right after the wait ended.
@@ -8,25 +18,71 @@ extension _Engine {
     /// one this access took over from. A read never notes itself (that would cost every read), so
     /// a wait that ended when readers left has no holder site.
     func _recordWait(_ kind: _WaitKind, at site: _Site, since start: UInt64, exclusively: Bool = true) {
-        let holder = _Site(
-            start: _holderFile.load(ordering: .relaxed), length: _holderFileLength.load(ordering: .relaxed),
-            line: _holderLine.load(ordering: .relaxed))
-        // Taken over: the next waiter's holder is whoever releases next.
-        if exclusively { _noteHolder(.none) }
+        let holder = _takeHolder(exclusively: exclusively)
+        _record(kind, at: site, heldBy: holder, since: start)
+    }
+
+    /// Ends a profiled wait of `kind` by an access called at `site`, which began at `start` and
+    /// ended at `end` with the state taken exclusively. The holder it took over from is read now;
+    /// adding the wait to the profile waits until the state is released (`_takePendingWait`), so
+    /// that the table's work doesn't lengthen a hold that the next waiter is waiting out.
+    func _exclusiveWaitEnded(_ kind: _WaitKind, at site: _Site, from start: UInt64, to end: UInt64) {
+        let waited = end &- start
+        _Signposts.waitEnds(kind, id: start)
+        guard !_waitList.hasPendingWait else {
+            // An earlier access's wait is still pending (it let go without a release that records,
+            // such as a back-off for a grantee): there is one place to keep a wait, so record now.
+            _waitList.profiledWaiterLeaves()
+            return _record(
+                _PendingWait(
+                    kind: kind, site: site, holder: _takeHolder(exclusively: true), start: start, waited: waited))
+        }
+        _waitList._pendingWait = _PendingWait(
+            kind: kind, site: site, holder: _takeHolder(exclusively: true), start: start, waited: waited)
+        _waitList.profiledWaiterTookOver()
+    }
+
+    /// The wait that the last exclusive access took over with, if its recording is still to do;
+    /// call with the state held exclusively, and record it (`_record(_:)`) after letting go.
+    func _takePendingWait() -> _PendingWait? {
+        guard _waitList.hasPendingWait else { return nil }
+        defer {
+            _waitList._pendingWait = nil
+            _waitList.pendingWaitTaken()
+        }
+        return _waitList._pendingWait
+    }
+
+    /// The holder's call site, which an access that waited took the state over from; with
+    /// `exclusively`, it is cleared, since the next waiter's holder is whoever releases next.
+    private func _takeHolder(exclusively: Bool) -> _Site {
+        let holder = _waitList._holder
+        if exclusively, holder.start != 0 { _noteHolder(.none) }
         _Signposts.holdTakenOver(
             self, label, from: holder, othersWait: exclusively && self._waitList.hasProfiledWaiters)
-        _record(kind, at: site, heldBy: holder, since: start)
+        return holder
     }
 
     /// Adds a wait that began at `start` to the running profile. The instance's names are only
     /// made when its key is new to the profile: a wait that is recorded with the state held builds
     /// no string.
     func _record(_ kind: _WaitKind, at site: _Site, heldBy holder: _Site = .none, since start: UInt64) {
-        let waited = _Contention.fault == .waitFromAcquisition ? 0 : _Contention.now() &- start
+        let waited = _Contention.now() &- start
         _Signposts.waitEnds(kind, id: start)
+        _record(_PendingWait(kind: kind, site: site, holder: holder, start: start, waited: waited))
+    }
+
+    /// Adds a wait that is over to the running profile.
+    func _record(_ wait: _PendingWait) {
+        let nanoseconds: UInt64 =
+            switch _Contention.fault {
+            case .waitFromAcquisition: 0
+            case .waitUntilRelease: _Contention.now() &- wait.start
+            default: wait.waited
+            }
         _Contention.record(
-            _ContentionKey(instance: ObjectIdentifier(self), kind: kind, waiter: site, holder: holder),
-            nanoseconds: waited
+            _ContentionKey(instance: ObjectIdentifier(self), kind: wait.kind, waiter: wait.site, holder: wait.holder),
+            nanoseconds: nanoseconds
         ) { _ContentionNames(label: label, type: _typeName) }
     }
 
@@ -51,8 +107,6 @@ extension _Engine {
     /// exclusively, just before letting go of it.
     func _noteHolder(_ site: _Site) {
         if _Contention.fault == .noHolders { return }
-        _holderFile.store(site.start, ordering: .relaxed)
-        _holderFileLength.store(site.length, ordering: .relaxed)
-        _holderLine.store(site.line, ordering: .relaxed)
+        _waitList._holder = site
     }
 }

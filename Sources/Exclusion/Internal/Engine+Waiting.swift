@@ -363,8 +363,7 @@ extension _Engine {
                 _reportStuck(waitingFor: "to take", file: file, line: line)
             }
             if let profiled {
-                _waitList.profiledWaiterLeaves()
-                _recordWait(.thread, at: _Site(file, line), since: profiled)
+                _exclusiveWaitEnded(.thread, at: _Site(file, line), from: profiled, to: _Contention.now())
             }
         }
         if notingEntry { _noteEntry(file: file, line: line) }
@@ -378,11 +377,11 @@ extension _Engine {
         guard _Contention.isOn else { return _lockExclusiveWaiting(before: deadline, file: file, line: line) }
         let start = _lockWaitBegins(at: _Site(file, line))
         let locked = _lockExclusiveWaiting(before: deadline, file: file, line: line)
-        _waitList.profiledWaiterLeaves()
-        // A wait that gave up is recorded too: it waited as long as any.
         if locked {
-            _recordWait(.thread, at: _Site(file, line), since: start)
+            _exclusiveWaitEnded(.thread, at: _Site(file, line), from: start, to: _Contention.now())
         } else {
+            // A wait that gave up is recorded too: it waited as long as any.
+            _waitList.profiledWaiterLeaves()
             _record(.thread, at: _Site(file, line), since: start)
         }
         return locked

@@ -67,12 +67,6 @@ final class _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
     @usableFromInline let _entryFile = Atomic<UInt>(0)
     @usableFromInline let _entryFileLength = Atomic<Int>(0)
     @usableFromInline let _entryLine = Atomic<UInt>(0)
-    /// While a contention profile runs and an access waits for the lock: where the access that
-    /// last released it was called from (`_Site`'s parts; a start of 0 is no site). Written and
-    /// read only with the state held, exclusively (a read only reads it).
-    let _holderFile = Atomic<UInt>(0)
-    let _holderFileLength = Atomic<Int>(0)
-    let _holderLine = Atomic<UInt>(0)
 
     /// Last, so that the fields above have offsets known at compile time whatever the lock is.
     @usableFromInline let _lock = Lock()
@@ -161,9 +155,8 @@ extension _Engine {
     func _lockExclusivelyContended(file: StaticString, line: UInt, profiled: Bool) {
         guard profiled, _Contention.isOn else { return _lock.lockExclusive() }
         let start = _lockWaitBegins(at: _Site(file, line))
-        _lock.lockExclusive()
-        _waitList.profiledWaiterLeaves()
-        _recordWait(.thread, at: _Site(file, line), since: start)
+        let end = _lock.lockExclusiveTimed(since: start)
+        _exclusiveWaitEnded(.thread, at: _Site(file, line), from: start, to: end)
     }
 
     /// Takes the state exclusively by `deadline` (as long as it takes if nil), and runs everything
@@ -273,6 +266,7 @@ extension _Engine {
         _ thread: _CurrentThread, _ deliveries: consuming Outbox, skipping joiner: _Waiter<State>? = nil,
         file: StaticString = "", line: UInt = 0
     ) {
+        let pending = _takePendingWait()
         if _waitList.hasProfiledWaiters { _noteHolder(_Site(file, line)) }
         var deliveries = deliveries
         var woken: DispatchSemaphore?
@@ -281,6 +275,7 @@ extension _Engine {
         }
         _leaveAndUnlock(thread, deliveries)
         woken?.signal()
+        if let pending { _record(pending) }
     }
 
     @usableFromInline

@@ -17,6 +17,10 @@ protocol _EngineLock: Sendable {
     func destroy()
 
     func lockExclusive()
+    /// `lockExclusive` for a wait that began at `start`, returning when it ended on the monotonic
+    /// clock (`_Contention.now`), read outside the lock where the lock allows; for the contention
+    /// profile.
+    func lockExclusiveTimed(since start: UInt64) -> UInt64
     func tryLockExclusive() -> Bool
     /// What `lockExclusive` does if nobody else holds the lock, and false, holding nothing, if
     /// somebody does: the engine's quick path, which sends a contended acquisition out of line.
@@ -47,6 +51,7 @@ extension _Lock: _EngineLock {
     @usableFromInline static func describe(_ mode: _CurrentThread.Mode) -> String { "an access" }
 
     @inlinable func lockExclusive() { lock() }
+    @usableFromInline func lockExclusiveTimed(since start: UInt64) -> UInt64 { lockTimed(since: start) }
     @inlinable func tryLockExclusive() -> Bool { tryLock() }
     @inlinable func lockExclusiveIfFree() -> Bool { tryLock() }
     @inlinable func unlockExclusive() { unlock() }
@@ -76,6 +81,12 @@ extension _ReadersWriterLock: _EngineLock {
     }
 
     @inlinable func lockSharedQuickly(thread: UInt32) -> SharedTicket? { _tryFastShared(thread: thread) }
+
+    /// Read once the lock is held: the underlying lock has no way to time its own wait.
+    @usableFromInline func lockExclusiveTimed(since start: UInt64) -> UInt64 {
+        lockExclusive()
+        return _Contention.now()
+    }
 
     /// Nothing to do: the lock frees itself when the engine lets go of it.
     @usableFromInline func destroy() {}

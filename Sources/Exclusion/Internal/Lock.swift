@@ -71,6 +71,20 @@ struct _Lock: @unchecked Sendable {
         #endif
     }
 
+    /// Takes the lock, waiting as long as it takes, and returns when it got it on the monotonic
+    /// clock, given that the wait began at `start`. On Linux the clock is read before each look at
+    /// the lock, not once it is held, so that timing a wait doesn't lengthen the hold that the next
+    /// waiter waits out.
+    @usableFromInline
+    func lockTimed(since start: UInt64) -> UInt64 {
+        #if os(Linux) && !canImport(Darwin)
+        return exclusion_lock_lock_timed(_handle, start)
+        #else
+        lock()
+        return _Contention.now()
+        #endif
+    }
+
     /// Waits for the lock until `deadline` at the latest; whether it got it.
     @usableFromInline
     func lock(before deadline: _Deadline) -> Bool {

@@ -95,7 +95,8 @@ final class _Waiter<State>: @unchecked Sendable {
 @usableFromInline
 class _WaitList<State>: @unchecked Sendable {
     // @unchecked: _waiters, _grantee and every waiter's fields are only touched while _lock is
-    // held; the atomics are hints read without it.
+    // held; _holder and _pendingWait only while the engine's state is held (changed only while
+    // it is held exclusively); the atomics are hints read without it.
 
     final let _lock = _Lock()
     final var _waiters: [_Waiter<State>] = []
@@ -105,6 +106,18 @@ class _WaitList<State>: @unchecked Sendable {
     /// How many waiters in the list wait asleep (not woken or granted): an exclusive release checks
     /// conditions only if some do.
     @usableFromInline final let _count = Atomic<Int>(0)
+    /// While a contention profile runs and accesses wait for the lock: where the access that last
+    /// released it exclusively was called from (`.none` if no site was noted since a waiter last
+    /// took over). Written with the state held exclusively, read with it held.
+    final var _holder = _Site.none
+    /// The wait of the access holding the state exclusively, if it waited while a contention
+    /// profile runs, to be recorded once the state is released (`hasPendingWait` says whether
+    /// there is one). Only touched with the state held exclusively.
+    ///
+    /// These two live here, beside `_count` that profiled waiters change anyway, and not in the
+    /// engine: writing them would take the cache lines that every access of the instance reads
+    /// away from the other cores.
+    final var _pendingWait: _PendingWait?
     /// Whether the state is promised to a granted thread. Set with the state held exclusively, so
     /// a thread holding it reads it right; cleared when the grantee takes the state up, or gives up.
     @usableFromInline final let _isReserved = Atomic<Bool>(false)
@@ -155,15 +168,34 @@ class _WaitList<State>: @unchecked Sendable {
     final var hasSleepers: Bool { _count.load(ordering: .relaxed) & (Self._profiledWaiter - 1) != 0 }
 
     /// Whether an access waits for the lock while a profile runs: the holder's site is wanted.
-    final var hasProfiledWaiters: Bool { _count.load(ordering: .relaxed) >= Self._profiledWaiter }
+    @inline(__always) final var hasProfiledWaiters: Bool {
+        _count.load(ordering: .relaxed) & (Self._pendingFlag - 1) >= Self._profiledWaiter
+    }
+
+    /// What a profiled access adds to `_count` once its wait for the lock is over: its wait is
+    /// recorded when the state is released, so that recording doesn't lengthen the hold. Above
+    /// every count of profiled waiters, and it too sends the release down the slow path.
+    static var _pendingFlag: Int { 1 << 62 }
+
+    /// Whether the access that holds the state exclusively waited for it, and its wait is still to
+    /// be recorded; exact with the state held exclusively.
+    @inline(__always) final var hasPendingWait: Bool { _count.load(ordering: .relaxed) & Self._pendingFlag != 0 }
+
+    /// A profiled waiter took the state exclusively, and its wait is to be recorded on release.
+    @inline(__always) final func profiledWaiterTookOver() {
+        _count.add(Self._pendingFlag - Self._profiledWaiter, ordering: .relaxed)
+    }
+
+    /// The pending wait is taken, to be recorded once the state is released.
+    @inline(__always) final func pendingWaitTaken() { _count.subtract(Self._pendingFlag, ordering: .relaxed) }
 
     /// A profiled access starts, or stops, waiting for the lock; the start says whether no other
     /// profiled access waited.
     @discardableResult
-    final func profiledWaiterArrives() -> Bool {
-        _count.add(Self._profiledWaiter, ordering: .relaxed).oldValue < Self._profiledWaiter
+    @inline(__always) final func profiledWaiterArrives() -> Bool {
+        _count.add(Self._profiledWaiter, ordering: .relaxed).oldValue & (Self._pendingFlag - 1) < Self._profiledWaiter
     }
-    final func profiledWaiterLeaves() { _count.subtract(Self._profiledWaiter, ordering: .relaxed) }
+    @inline(__always) final func profiledWaiterLeaves() { _count.subtract(Self._profiledWaiter, ordering: .relaxed) }
 
     /// Whether the state is promised to a granted thread; read with the state held exclusively.
     @inlinable final var isReserved: Bool { _isReserved.load(ordering: .relaxed) }

@@ -74,6 +74,12 @@ void exclusion_lock_init(exclusion_lock *lock);
 /// Waits for `lock` and takes it: the slow half of `exclusion_lock_lock`.
 void exclusion_lock_wait(exclusion_lock *lock);
 
+/// Takes `lock`, waiting for it as long as it takes, and returns when it got it on the monotonic
+/// clock (`exclusion_monotonic_now`), given that the wait began at `started`: the clock is read
+/// before each look at the lock, so that a contention profile can time a wait without reading the
+/// clock while it holds the lock.
+uint64_t exclusion_lock_lock_timed(exclusion_lock *lock, uint64_t started);
+
 /// Waits for `lock` until `deadline` (`exclusion_monotonic_now` nanoseconds) at the latest and
 /// takes it; 1 if it did, 0 if the deadline passed first.
 int exclusion_lock_wait_until(exclusion_lock *lock, uint64_t deadline);
