@@ -89,7 +89,7 @@ public struct ContentionReport: Sendable, CustomStringConvertible {
         let scale = sampling.every
         duration = .nanoseconds(Int64(truncatingIfNeeded: end &- table.started))
         startedAt = Int64(Date().timeIntervalSince1970 * 1e9) - Int64(truncatingIfNeeded: end &- table.started)
-        dropped = table.dropped.load(ordering: .relaxed) * scale
+        dropped = table.dropped * scale
         rows = table.entries().map { entry in
             Row(
                 label: entry.names.label, type: entry.names.type, kind: WaitKind(entry.key.kind),

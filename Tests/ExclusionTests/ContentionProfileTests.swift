@@ -206,8 +206,10 @@ struct ContentionProfileTests {
         let table = _ContentionTable(sampleEvery: 2)
         let key = _ContentionKey(
             instance: ObjectIdentifier(table), kind: .thread, waiter: _Site("File.swift", 7), holder: .none)
-        for wait in 1...5 where table.samples() {
-            table.add(key, nanoseconds: wait * 1_000) { _ContentionNames(label: "sampled", type: "Exclusive<Int>") }
+        for wait in 1...5 {
+            table.add(key, nanoseconds: wait * 1_000, stripe: 0) {
+                _ContentionNames(label: "sampled", type: "Exclusive<Int>")
+            }
         }
         let report = ContentionReport(table: table, sampling: .oneIn(2), until: table.started)
         let instance = report.instances.first
@@ -215,6 +217,25 @@ struct ContentionProfileTests {
         #expect(instance?.contentions == 4)
         #expect(instance?.totalWait == .microseconds(12))  // (2 + 4) µs, twice
         #expect(instance?.maxWait == .microseconds(4))
+    }
+
+    @Test func theStripesOfOneKeyAddUpToOneRow() {
+        // Threads add to the stripe of their index: one key, waited for from two stripes, is one
+        // row with both stripes' waits.
+        let table = _ContentionTable(sampleEvery: 1)
+        let key = _ContentionKey(
+            instance: ObjectIdentifier(table), kind: .thread, waiter: _Site("File.swift", 7), holder: .none)
+        for (stripe, wait) in [(0, 1), (1, 5), (1, 2), (_ContentionTable.stripeCount - 1, 3)] {
+            table.add(key, nanoseconds: wait * 1_000, stripe: stripe) {
+                _ContentionNames(label: "striped", type: "Exclusive<Int>")
+            }
+        }
+        let report = ContentionReport(table: table, sampling: .all, until: table.started)
+        #expect(report.instances.count == 1)
+        #expect(report.instances.first?.contentions == 4)
+        #expect(report.instances.first?.totalWait == .microseconds(11))
+        #expect(report.instances.first?.maxWait == .microseconds(5))
+        #expect(report.instances.first?.waiters.count == 1)
     }
 
     @Test func anUncontendedRunReportsNothingOfItsOwn() async {

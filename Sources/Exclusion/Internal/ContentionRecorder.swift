@@ -95,24 +95,70 @@ final class _ContentionSlot: @unchecked Sendable {
 
 /// Where a running profile adds up its waits: a fixed table, open addressing, that threads add to
 /// with atomic operations only, so recording never takes a lock that could itself contend.
+///
+/// The table is striped: each thread adds to one of `stripeCount` tables of its own choosing by
+/// its index, so that two threads that wait for the same instance at the same site don't take the
+/// same slot's cache line from each other at every wait. The report merges the stripes.
 final class _ContentionTable: Sendable {
-    let slots: [_ContentionSlot]
+    static var stripeCount: Int { _Contention.stripeCount }
+
+    let stripes: [_ContentionStripe]
     let sampleEvery: Int
     let started: UInt64
-    /// Contended waits seen (sampled or not), to pick one in `sampleEvery`.
-    let seen = Atomic<Int>(0)
-    /// Sampled waits that found the table full.
-    let dropped = Atomic<Int>(0)
 
     init(capacity: Int = 4_096, sampleEvery: Int) {
-        slots = (0..<capacity).map { _ in _ContentionSlot() }
+        stripes = (0..<Self.stripeCount).map { _ in _ContentionStripe(capacity: capacity) }
         self.sampleEvery = sampleEvery
         started = _Contention.now()
     }
 
-    /// Whether this wait is one of those sampled.
-    func samples() -> Bool {
-        sampleEvery == 1 || seen.add(1, ordering: .relaxed).newValue % sampleEvery == 0
+    /// Sampled waits that found their stripe full.
+    var dropped: Int { stripes.reduce(0) { $0 + $1.dropped.load(ordering: .relaxed) } }
+
+    /// Adds a wait, if it is one of those sampled, to `key`'s slot in `stripe`; `names` is asked
+    /// for only when the key takes a slot of its own.
+    func add(
+        _ key: _ContentionKey, nanoseconds: Int, stripe index: Int, names: () -> _ContentionNames
+    ) {
+        let stripe = stripes[index]
+        guard sampleEvery == 1 || stripe.seen.add(1, ordering: .relaxed).newValue % sampleEvery == 0 else { return }
+        stripe.add(key, nanoseconds: nanoseconds, names: names)
+    }
+
+    /// What was added up, for the report: every key any stripe has, its totals summed over them.
+    func entries() -> [(key: _ContentionKey, names: _ContentionNames, count: Int, nanoseconds: Int, longest: Int)] {
+        var merged: [_ContentionKey: (names: _ContentionNames, count: Int, nanoseconds: Int, longest: Int)] = [:]
+        var order: [_ContentionKey] = []
+        for stripe in stripes {
+            for entry in stripe.entries() {
+                if let sum = merged[entry.key] {
+                    merged[entry.key] = (
+                        sum.names, sum.count + entry.count, sum.nanoseconds + entry.nanoseconds,
+                        max(sum.longest, entry.longest)
+                    )
+                } else {
+                    merged[entry.key] = (entry.names, entry.count, entry.nanoseconds, entry.longest)
+                    order.append(entry.key)
+                }
+            }
+        }
+        return order.map { key in
+            let sum = merged[key]!
+            return (key, sum.names, sum.count, sum.nanoseconds, sum.longest)
+        }
+    }
+}
+
+/// One stripe of the table.
+final class _ContentionStripe: Sendable {
+    let slots: [_ContentionSlot]
+    /// Contended waits seen (sampled or not), to pick one in `sampleEvery`.
+    let seen = Atomic<Int>(0)
+    /// Sampled waits that found the stripe full.
+    let dropped = Atomic<Int>(0)
+
+    init(capacity: Int) {
+        slots = (0..<capacity).map { _ in _ContentionSlot() }
     }
 
     /// Adds a wait to `key`'s slot; `names` is asked for only when the key takes a slot of its own.
@@ -146,7 +192,7 @@ final class _ContentionTable: Sendable {
         dropped.add(1, ordering: .relaxed)
     }
 
-    /// What was added up, for the report: every claimed slot whose key is written.
+    /// Every claimed slot whose key is written.
     func entries() -> [(key: _ContentionKey, names: _ContentionNames, count: Int, nanoseconds: Int, longest: Int)] {
         slots.compactMap { slot in
             guard slot.ready.load(ordering: .acquiring), let key = slot.key, let names = slot.names else { return nil }
@@ -158,6 +204,15 @@ final class _ContentionTable: Sendable {
     }
 }
 
+/// A count of recordings under way, alone on its cache lines.
+final class _RecordingCount: Sendable {
+    let value = Atomic<Int>(0)
+    // Keeps the next count, wherever the allocator puts it, off this one's cache line.
+    private let _padding: (Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int) = (
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+    )
+}
+
 // MARK: - The switch
 
 /// The running profile, if any. Accesses look here only once they have found the lock taken, so a
@@ -166,8 +221,12 @@ final class _ContentionTable: Sendable {
 enum _Contention {
     /// The table of the running profile; its `ContentionProfile` keeps it alive.
     static let active = Atomic<Unmanaged<_ContentionTable>?>(nil)
-    /// How many recordings are under way: `stop` waits for them before the table can go.
-    static let recording = Atomic<Int>(0)
+    /// How many stripes the table has, and counts of recordings under way (one per stripe).
+    static let stripeCount = 4
+    /// How many recordings are under way, counted in the recorder's stripe: `stop` waits for them
+    /// before the table can go. Outside the table, since a recorder counts itself before it knows
+    /// that the table is still there.
+    static let recording: [_RecordingCount] = (0..<stripeCount).map { _ in _RecordingCount() }
 
     /// A bug planted by a test, to show that its check catches it; `_ContentionFault` raw values.
     static let _fault = Atomic<Int>(0)
@@ -184,19 +243,20 @@ enum _Contention {
         return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
     }
 
-    /// Adds a wait of `nanoseconds` to the running profile, if one runs and samples it.
+    /// Adds a wait of `nanoseconds` to the running profile, if one runs and samples it, in the
+    /// calling thread's stripe.
     ///
     /// Only a recorder that saw a profile running counts itself in `recording`, and it looks again
     /// after counting itself: once `stop` has cleared `active`, no new recorder counts itself, so
     /// `stop` waits only for the few already inside, however many threads keep waiting.
     static func record(_ key: _ContentionKey, nanoseconds: UInt64, names: () -> _ContentionNames) {
         guard active.load(ordering: .sequentiallyConsistent) != nil else { return }
-        recording.add(1, ordering: .sequentiallyConsistent)
-        defer { recording.subtract(1, ordering: .releasing) }
-        guard let table = active.load(ordering: .sequentiallyConsistent)?.takeUnretainedValue(),
-            table.samples()
-        else { return }
-        table.add(key, nanoseconds: Int(truncatingIfNeeded: nanoseconds), names: names)
+        let stripe = Int(_CurrentThread().index) % stripeCount
+        let recording = self.recording[stripe]
+        recording.value.add(1, ordering: .sequentiallyConsistent)
+        defer { recording.value.subtract(1, ordering: .releasing) }
+        guard let table = active.load(ordering: .sequentiallyConsistent)?.takeUnretainedValue() else { return }
+        table.add(key, nanoseconds: Int(truncatingIfNeeded: nanoseconds), stripe: stripe, names: names)
     }
 
     /// Makes `table` the running profile's; false if another profile runs.
@@ -210,7 +270,9 @@ enum _Contention {
     static func stop(_ table: _ContentionTable) {
         _ = active.compareExchange(
             expected: Unmanaged.passUnretained(table), desired: nil, ordering: .sequentiallyConsistent)
-        while recording.load(ordering: .acquiring) != 0 { sched_yield() }
+        for count in recording {
+            while count.value.load(ordering: .acquiring) != 0 { sched_yield() }
+        }
     }
 }
 
