@@ -2,7 +2,7 @@
 # Builds Verification/stress.c against the real lock, as shipped and with each planted bug, and
 # checks what each must find: no lost wake-up in the lock as shipped (with membarrier and in the
 # symmetric protocol), at least one with the fence planted away or with the symmetric release
-# planted as a plain store. See README.md here. Linux on x86-64 (elsewhere only the symmetric
+# planted as a plain store (in up to 10 runs). See README.md here. Linux on x86-64 (elsewhere only the symmetric
 # protocol exists, and only its half runs).
 #
 # Usage: bash Verification/stress.sh [ROUNDS]   (default 500,000 per run)
@@ -25,12 +25,23 @@ build no-fence -include "$here/plants/no-fence.h"
 build plain-store-release -include "$here/plants/plain-store-release.h"
 
 failures=0
+# A planted bug loses a wake-up only when the two threads meet in a window of nanoseconds, and how
+# often they do varies with the machine and its load (from about one in ten thousand rounds to
+# under one in a million here): a build that must lose some runs again, up to this many times,
+# until it does.
+tries=10
 # run BINARY EXPECTED [fallback]: EXPECTED is "none" or "some" lost wake-ups.
 run() {
     local binary=$1 expected=$2 mode=${3:-}
-    local output lost
+    local output lost try=1
     output=$("$work/$binary" "$rounds" $mode)
     lost=$(sed -n 's/.*lost wake-ups \([0-9]*\).*/\1/p' <<<"$output")
+    while [ "$expected" = some ] && [ "$lost" = 0 ] && [ "$try" -lt "$tries" ]; do
+        try=$((try + 1))
+        output=$("$work/$binary" "$rounds" $mode)
+        lost=$(sed -n 's/.*lost wake-ups \([0-9]*\).*/\1/p' <<<"$output")
+    done
+    if [ "$try" -gt 1 ]; then output="$output (run $try of up to $tries)"; fi
     local verdict=ok
     if { [ "$expected" = none ] && [ "$lost" != 0 ]; } || { [ "$expected" = some ] && [ "$lost" = 0 ]; }; then
         verdict="WRONG (expected $expected)"
