@@ -20,9 +20,9 @@ private func withFault<R>(_ fault: _ContentionFault, _ body: () async throws -> 
 private let holdMilliseconds = 40
 private let rounds = 6
 
-/// The known workload: each round, a thread enters `hot` (at `holderLine`) and sleeps
-/// `holdMilliseconds` inside, while another thread, started once the first is inside, accesses
-/// `hot` (at `waiterLine`) and so waits about that long; it then sleeps half as long inside, which
+/// The known workload: each round, a thread enters `hot` (at `holderLine`) and, once another
+/// thread, started when the first is inside, waits to access `hot` (at `waiterLine`), sleeps
+/// `holdMilliseconds` inside, so that the second waits about that long; it then sleeps half as long inside, which
 /// is not part of its wait. Both also access `cold`, one after the other, never at once. Returns
 /// the profile's report and the waiter's own measure of its waits.
 private func knownWorkload(hot: Exclusive<Int>, cold: Exclusive<Int>) async -> (ContentionReport, Duration) {
@@ -35,6 +35,9 @@ private func knownWorkload(hot: Exclusive<Int>, cold: Exclusive<Int>) async -> (
             await onItsOwnThread {
                 hot.access { _ in  // the holder's line
                     inside.raise()
+                    // Held on from when the waiter waits: on a loaded machine the waiter's thread
+                    // can start late, and must still find the state held.
+                    _ = spin(until: { hot._engine._waitList.hasProfiledWaiters }, timeout: .seconds(120))
                     usleep(UInt32(holdMilliseconds * 1_000))
                 }
                 cold.access { $0 += 1 }
