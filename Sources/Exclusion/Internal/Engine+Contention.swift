@@ -37,9 +37,10 @@ extension _Engine {
                 _PendingWait(
                     kind: kind, site: site, holder: _takeHolder(exclusively: true), start: start, waited: waited))
         }
+        // No longer counted as waiting first, so that the holder's hand-over sees only the others.
+        _waitList.profiledWaiterTookOver()
         _waitList._pendingWait = _PendingWait(
             kind: kind, site: site, holder: _takeHolder(exclusively: true), start: start, waited: waited)
-        _waitList.profiledWaiterTookOver()
     }
 
     /// The wait that the last exclusive access took over with, if its recording is still to do;
