@@ -82,6 +82,10 @@ static uint64_t spin_length(uint32_t *round, int samples) {
         while (__atomic_load_n(&started, __ATOMIC_SEQ_CST) != *round) exclusion_spin_hint();
         uint64_t start = exclusion_monotonic_now();
         while ((__atomic_load_n(&lock.sleepers, __ATOMIC_SEQ_CST) & ~EXCLUSION_LOCK_EPISODE) == 0) {
+            if (exclusion_monotonic_now() - start > 60000000000u) {
+                fprintf(stderr, "calibration: the waiter never counted itself\n");
+                exit(1);
+            }
             exclusion_spin_hint();
         }
         lengths[sample] = exclusion_monotonic_now() - start;

@@ -26,9 +26,8 @@ build plain-store-release -include "$here/plants/plain-store-release.h"
 
 failures=0
 # A planted bug loses a wake-up only when the two threads meet in a window of nanoseconds, and how
-# often they do varies with the machine and its load (from about one in ten thousand rounds to
-# under one in a million here): a build that must lose some runs again, up to this many times,
-# until it does.
+# often they do varies with the machine and its load (README.md here has what was seen): a build
+# that must lose some runs again, up to this many times, until it does.
 tries=10
 # run BINARY EXPECTED [fallback]: EXPECTED is "none" or "some" lost wake-ups.
 run() {

@@ -228,7 +228,7 @@ struct ContentionProfileTests {
         let table = _ContentionTable(sampleEvery: 1)
         let key = _ContentionKey(
             instance: ObjectIdentifier(table), kind: .thread, waiter: _Site("File.swift", 7), holder: .none)
-        for (stripe, wait) in [(0, 1), (1, 5), (1, 2), (_ContentionTable.stripeCount - 1, 3)] {
+        for (stripe, wait) in [(0, 1), (1, 5), (1, 2), (_Contention.stripeCount - 1, 3)] {
             table.add(key, nanoseconds: wait * 1_000, stripe: stripe) {
                 _ContentionNames(label: "striped", type: "Exclusive<Int>")
             }

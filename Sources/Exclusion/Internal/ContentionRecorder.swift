@@ -1,3 +1,4 @@
+import ExclusionShims
 import Synchronization
 
 #if canImport(Darwin)
@@ -96,18 +97,16 @@ final class _ContentionSlot: @unchecked Sendable {
 /// Where a running profile adds up its waits: a fixed table, open addressing, that threads add to
 /// with atomic operations only, so recording never takes a lock that could itself contend.
 ///
-/// The table is striped: each thread adds to one of `stripeCount` tables of its own choosing by
+/// The table is striped: each thread adds to one of `_Contention.stripeCount` tables of its own choosing by
 /// its index, so that two threads that wait for the same instance at the same site don't take the
 /// same slot's cache line from each other at every wait. The report merges the stripes.
 final class _ContentionTable: Sendable {
-    static var stripeCount: Int { _Contention.stripeCount }
-
     let stripes: [_ContentionStripe]
     let sampleEvery: Int
     let started: UInt64
 
     init(capacity: Int = 4_096, sampleEvery: Int) {
-        stripes = (0..<Self.stripeCount).map { _ in _ContentionStripe(capacity: capacity) }
+        stripes = (0..<_Contention.stripeCount).map { _ in _ContentionStripe(capacity: capacity) }
         self.sampleEvery = sampleEvery
         started = _Contention.now()
     }
@@ -127,25 +126,14 @@ final class _ContentionTable: Sendable {
 
     /// What was added up, for the report: every key any stripe has, its totals summed over them.
     func entries() -> [(key: _ContentionKey, names: _ContentionNames, count: Int, nanoseconds: Int, longest: Int)] {
-        var merged: [_ContentionKey: (names: _ContentionNames, count: Int, nanoseconds: Int, longest: Int)] = [:]
-        var order: [_ContentionKey] = []
-        for stripe in stripes {
-            for entry in stripe.entries() {
-                if let sum = merged[entry.key] {
-                    merged[entry.key] = (
-                        sum.names, sum.count + entry.count, sum.nanoseconds + entry.nanoseconds,
-                        max(sum.longest, entry.longest)
-                    )
-                } else {
-                    merged[entry.key] = (entry.names, entry.count, entry.nanoseconds, entry.longest)
-                    order.append(entry.key)
-                }
-            }
+        let all = stripes.flatMap { $0.entries() }
+        let merged = Dictionary(all.map { ($0.key, $0) }) { one, other in
+            (
+                one.key, one.names, one.count + other.count, one.nanoseconds + other.nanoseconds,
+                max(one.longest, other.longest)
+            )
         }
-        return order.map { key in
-            let sum = merged[key]!
-            return (key, sum.names, sum.count, sum.nanoseconds, sum.longest)
-        }
+        return Array(merged.values)
     }
 }
 
@@ -236,12 +224,8 @@ enum _Contention {
     /// Whether a profile runs; a hint, read without ordering.
     @usableFromInline static var isOn: Bool { active.load(ordering: .relaxed) != nil }
 
-    /// Monotonic nanoseconds.
-    @usableFromInline static func now() -> UInt64 {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
-    }
+    /// Monotonic nanoseconds: the clock the lock's timed wait reads (`exclusion_lock_lock_timed`).
+    @usableFromInline static func now() -> UInt64 { exclusion_monotonic_now() }
 
     /// Adds a wait of `nanoseconds` to the running profile, if one runs and samples it, in the
     /// calling thread's stripe.

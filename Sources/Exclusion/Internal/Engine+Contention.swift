@@ -27,20 +27,16 @@ extension _Engine {
     /// adding the wait to the profile waits until the state is released (`_takePendingWait`), so
     /// that the table's work doesn't lengthen a hold that the next waiter is waiting out.
     func _exclusiveWaitEnded(_ kind: _WaitKind, at site: _Site, from start: UInt64, to end: UInt64) {
-        let waited = end &- start
         _Signposts.waitEnds(kind, id: start)
-        guard !_waitList.hasPendingWait else {
-            // An earlier access's wait is still pending (it let go without a release that records,
-            // such as a back-off for a grantee): there is one place to keep a wait, so record now.
-            _waitList.profiledWaiterLeaves()
-            return _record(
-                _PendingWait(
-                    kind: kind, site: site, holder: _takeHolder(exclusively: true), start: start, waited: waited))
-        }
+        // There is one place to keep a wait: if an earlier access's wait is still in it (that
+        // access let go without a release that records, such as a back-off for a grantee), this
+        // one is recorded now, with the state held.
+        let recordsNow = _waitList.hasPendingWait
         // No longer counted as waiting first, so that the holder's hand-over sees only the others.
-        _waitList.profiledWaiterTookOver()
-        _waitList._pendingWait = _PendingWait(
-            kind: kind, site: site, holder: _takeHolder(exclusively: true), start: start, waited: waited)
+        if recordsNow { _waitList.profiledWaiterLeaves() } else { _waitList.profiledWaiterTookOver() }
+        let wait = _PendingWait(
+            kind: kind, site: site, holder: _takeHolder(exclusively: true), start: start, waited: end &- start)
+        if recordsNow { _record(wait) } else { _waitList._pendingWait = wait }
     }
 
     /// The wait that the last exclusive access took over with, if its recording is still to do;
