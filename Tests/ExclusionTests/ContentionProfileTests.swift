@@ -20,11 +20,12 @@ private func withFault<R>(_ fault: _ContentionFault, _ body: () async throws -> 
 private let holdMilliseconds = 40
 private let rounds = 6
 
-/// The known workload: each round, a thread enters `hot` (at `holderLine`) and, once another
-/// thread, started when the first is inside, waits to access `hot` (at `waiterLine`), sleeps
-/// `holdMilliseconds` inside, so that the second waits about that long; it then sleeps half as long inside, which
-/// is not part of its wait. Both also access `cold`, one after the other, never at once. Returns
-/// the profile's report and the waiter's own measure of its waits.
+/// The known workload. Each round, a thread enters `hot` (at `holderLine`); a second thread,
+/// started once the first is inside, accesses `hot` (at `waiterLine`). The first waits until the
+/// second is waiting, then sleeps `holdMilliseconds` before it lets go, so the second waits about
+/// that long; inside, the second sleeps half as long, which is not part of its wait. Both also
+/// access `cold`, one after the other, never at once. Returns the profile's report and the
+/// waiter's own measure of its waits.
 private func knownWorkload(hot: Exclusive<Int>, cold: Exclusive<Int>) async -> (ContentionReport, Duration) {
     let profile = ContentionProfile.start(sampling: .all)
     var measured = Duration.zero
