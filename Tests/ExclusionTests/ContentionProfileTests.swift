@@ -20,43 +20,39 @@ private func withFault<R>(_ fault: _ContentionFault, _ body: () async throws -> 
 private let holdMilliseconds = 40
 private let rounds = 6
 
-/// The known workload. Each round, a thread enters `hot` (at `holderLine`); a second thread,
-/// started once the first is inside, accesses `hot` (at `waiterLine`). The first waits until the
-/// second is waiting, then sleeps `holdMilliseconds` before it lets go, so the second waits about
-/// that long; inside, the second sleeps half as long, which is not part of its wait. Both also
-/// access `cold`, one after the other, never at once. Returns the profile's report and the
-/// waiter's own measure of its waits.
+/// The known workload. Each round, a thread enters `hot` (at `holderLine`) and, from inside,
+/// starts a second thread that accesses `hot` (at `waiterLine`). The first waits until the second
+/// is waiting, then sleeps `holdMilliseconds` before it lets go, so the second waits about that
+/// long; inside, the second sleeps half as long, which is not part of its wait. Both threads
+/// are plain threads started by the round itself, so a busy task pool can't make the waiter arrive
+/// after the hold. Both also access `cold`, one after the other, never at once. Returns the
+/// profile's report and the waiter's own measure of its waits.
 private func knownWorkload(hot: Exclusive<Int>, cold: Exclusive<Int>) async -> (ContentionReport, Duration) {
     let profile = ContentionProfile.start(sampling: .all)
     var measured = Duration.zero
     for _ in 0..<rounds {
-        let inside = Flag()
-        holderLine.store(#line + 3, ordering: .relaxed)
-        let holder = Task.detached {
-            await onItsOwnThread {
-                hot.access { _ in  // the holder's line
-                    inside.raise()
-                    // Held on from when the waiter waits: on a loaded machine the waiter's thread
-                    // can start late, and must still find the state held.
-                    _ = spin(until: { hot._engine._waitList.hasProfiledWaiters }, timeout: .seconds(120))
-                    usleep(UInt32(holdMilliseconds * 1_000))
-                }
-                cold.access { $0 += 1 }
-            }
-        }
         measured += await onItsOwnThread {
-            _ = inside.wait(timeout: .seconds(120))
-            let start = ContinuousClock.now
-            var waited = Duration.zero
-            waiterLine.store(#line + 1, ordering: .relaxed)
-            hot.access { value in  // the waiter's line
-                waited = ContinuousClock.now - start
-                value += 1
-                usleep(UInt32(holdMilliseconds * 1_000 / 2))
+            let waited = Recorder<Duration>()
+            let waiterDone = DispatchSemaphore(value: 0)
+            holderLine.store(#line + 1, ordering: .relaxed)
+            hot.access { _ in  // the holder's line
+                onNewThread {
+                    let start = ContinuousClock.now
+                    waiterLine.store(#line + 1, ordering: .relaxed)
+                    hot.access { value in  // the waiter's line
+                        waited.record(ContinuousClock.now - start)
+                        value += 1
+                        usleep(UInt32(holdMilliseconds * 1_000 / 2))
+                    }
+                    waiterDone.signal()
+                }
+                _ = spin(until: { hot._engine._waitList.hasProfiledWaiters }, timeout: .seconds(120))
+                usleep(UInt32(holdMilliseconds * 1_000))
             }
-            return waited
+            cold.access { $0 += 1 }
+            _ = waiterDone.wait(timeout: .now() + 120)
+            return waited.values.first ?? .zero
         }
-        await holder.value
         await cold.access { $0 += 1 }
     }
     return (profile.stop(), measured)
