@@ -22,7 +22,7 @@ private let rounds = 6
 
 /// The known workload. Each round, a thread enters `hot` (at `holderLine`) and, from inside,
 /// starts a second thread that accesses `hot` (at `waiterLine`). The first waits until the second
-/// is waiting, then sleeps `holdMilliseconds` before it lets go, so the second waits about that
+/// is waiting and lets go `holdMilliseconds` after it entered, so the second waits about that
 /// long; inside, the second sleeps half as long, which is not part of its wait. Both threads
 /// are plain threads started by the round itself, so a busy task pool can't make the waiter arrive
 /// after the hold. Both also access `cold`, one after the other, never at once. Returns the
@@ -36,6 +36,7 @@ private func knownWorkload(hot: Exclusive<Int>, cold: Exclusive<Int>) async -> (
             let waiterDone = DispatchSemaphore(value: 0)
             holderLine.store(#line + 1, ordering: .relaxed)
             hot.access { _ in  // the holder's line
+                let entered = ContinuousClock.now
                 onNewThread {
                     let start = ContinuousClock.now
                     waiterLine.store(#line + 1, ordering: .relaxed)
@@ -47,7 +48,10 @@ private func knownWorkload(hot: Exclusive<Int>, cold: Exclusive<Int>) async -> (
                     waiterDone.signal()
                 }
                 _ = spin(until: { hot._engine._waitList.hasProfiledWaiters }, timeout: .seconds(120))
-                usleep(UInt32(holdMilliseconds * 1_000))
+                // The hold lasts `holdMilliseconds` from the holder's entry, as long as the waiter
+                // is waiting by then: the time it took to arrive is not added to its wait.
+                let rest = entered + .milliseconds(holdMilliseconds) - ContinuousClock.now
+                if rest > .zero { usleep(UInt32(rest / .microseconds(1))) }
             }
             cold.access { $0 += 1 }
             _ = waiterDone.wait(timeout: .now() + 120)
