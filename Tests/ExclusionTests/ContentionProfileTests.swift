@@ -17,7 +17,7 @@ private func withFault<R>(_ fault: _ContentionFault, _ body: () async throws -> 
 }
 
 /// How long the known holder holds, and how many times.
-private let holdMilliseconds = 40
+private let holdMilliseconds = 100
 private let rounds = 6
 
 /// The known workload. Each round, a thread enters `hot` (at `holderLine`) and, from inside,
