@@ -47,8 +47,10 @@ public final class Bank: Sendable {
         /// One ``Bank/accountsDidChangeNotification`` per batch: every change committed since the
         /// previous batch was taken, in commit order. The same information in far fewer posts, which
         /// matters because a post through `NotificationCenter` costs several times what a commit
-        /// does (the Bank rows of `Benchmarks/` measure both). Batches are as large as the backlog
-        /// the announcer finds, so they grow when committers outpace it.
+        /// does (the Bank rows of `Benchmarks/` measure both), and because the notification center
+        /// serializes posts: on Linux, other threads posting at the same time (another bank, say)
+        /// make each post wait its turn. Batches are as large as the backlog the announcer finds, so
+        /// they grow when committers outpace it.
         case batched
     }
 

@@ -94,6 +94,9 @@ public struct Simulation: Sendable {
         self.configuration = configuration
     }
 
+    /// How long the end of a run waits with nothing delivered before it gives up on the rest.
+    private static let stallLimit: Duration = .seconds(30)
+
     /// Runs the simulation and checks the bank afterwards.
     ///
     /// - Parameters:
@@ -160,10 +163,19 @@ public struct Simulation: Sendable {
         let expectedNotifications = configuration.accounts + tally.changes
         // Everything was committed; the run ends when the last announcement has been delivered.
         // (The bank's back-pressure keeps the committers at most a bounded backlog ahead of it.)
-        let deadline = ContinuousClock.now + .seconds(30)
-        while counted() < expectedNotifications || tally.asyncTotalsRequested > totalsDelivered.count,
-            ContinuousClock.now < deadline
-        {
+        // Delivery can be slow without being stuck: `NotificationCenter` serializes every post
+        // of the process, so other threads posting make each post wait its turn. So the wait
+        // gives up only when nothing at all was delivered for `stallLimit`; the checks then fail.
+        var lastSeen = (counted(), totalsDelivered.count)
+        var lastProgress = ContinuousClock.now
+        while counted() < expectedNotifications || tally.asyncTotalsRequested > totalsDelivered.count {
+            let seen = (counted(), totalsDelivered.count)
+            if seen != lastSeen {
+                lastSeen = seen
+                lastProgress = .now
+            } else if ContinuousClock.now - lastProgress > Self.stallLimit {
+                break
+            }
             try? await Task.sleep(for: .milliseconds(1))
         }
         let elapsed = ContinuousClock.now - started

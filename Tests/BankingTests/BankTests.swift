@@ -365,7 +365,11 @@ struct BankAnnouncementBacklogTests {
     /// the backlog bounded.
     private func largestBacklog(limit: Int) async throws -> Int {
         let queue = DispatchQueue(label: "notifications")
-        let bank = Bank(concurrency: .serial, notificationQueue: queue, announcer: Announcer(limit: limit))
+        // Patience past any wait here: a commit that gave up waiting (as one does after the default
+        // five seconds, under TSan on a busy machine) would go past the limit, as it should, and
+        // this test is about the limit.
+        let announcer = Announcer(limit: limit, patience: .seconds(300))
+        let bank = Bank(concurrency: .serial, notificationQueue: queue, announcer: announcer)
         let finished = Flag()
         let observer = NotificationCenter.default.addObserver(
             forName: Bank.accountDidChangeNotification, object: bank, queue: nil

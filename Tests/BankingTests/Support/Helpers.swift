@@ -54,15 +54,24 @@ final class ChangeRecorder: @unchecked Sendable {
 
     var recorded: [AccountChange] { lock.withLock { changes } }
 
-    /// Waits until `count` notifications have arrived (or a minute passed).
+    /// Waits until `count` notifications have arrived (or a minute passed without a new one).
     func waitFor(_ count: Int) async -> [AccountChange] {
         await waitUntil { $0.count >= count }
     }
 
-    /// Waits until the notifications so far satisfy `condition` (or a minute passed).
+    /// Waits until the notifications so far satisfy `condition`, or a minute passed without a new
+    /// one. (Slow isn't stuck: other tests' posts to the one notification center delay these.)
     func waitUntil(_ condition: ([AccountChange]) -> Bool) async -> [AccountChange] {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while !condition(recorded), ContinuousClock.now < deadline {
+        var seen = recorded.count
+        var lastArrival = ContinuousClock.now
+        while !condition(recorded) {
+            let count = recorded.count
+            if count != seen {
+                seen = count
+                lastArrival = .now
+            } else if ContinuousClock.now - lastArrival > .seconds(60) {
+                break
+            }
             try? await Task.sleep(for: .milliseconds(2))
         }
         return recorded
