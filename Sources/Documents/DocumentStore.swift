@@ -200,9 +200,14 @@ final class DocumentStore: Sendable {
         return commit
     }
 
-    /// Copies what is committed into the database file, and waits for it.
-    func checkpointNow() {
-        checkpointer.checkpointNow()
+    /// An import starts: checkpoints wait for it to end (up to a much longer log).
+    func importStarts() {
+        checkpointer.importStarts()
+    }
+
+    /// An import ended: what it committed is copied into the database file soon, in the background.
+    func importEnded() {
+        checkpointer.importEnded()
     }
 
     private static let saveSQL = """

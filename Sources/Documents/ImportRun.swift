@@ -86,6 +86,7 @@ final class ImportRun: Sendable {
         self.progress = progress
         tally = Exclusive(ImportTally(remaining: total), label: "import tally")
         waiting = Exclusive(Waiting(count: handedInCount), label: "import waiting to be stored")
+        manager.database?.importStarts()
     }
 
     /// Hands in the files from place `first` on (nil for those that failed or were cancelled, or
@@ -121,13 +122,7 @@ final class ImportRun: Sendable {
             } catch {
                 result = .failure(error)
             }
-            let (next, isLast) = waiting.access { waiting in
-                let next = waiting.nextBatch()
-                return (next, next == nil && waiting.next == handedInCount)
-            }
-            // An import ends with its documents in the database file itself, not only in its log:
-            // the work of copying them there counts in the import, not after it.
-            if isLast { manager.database?.checkpointNow() }
+            let next = waiting.access { $0.nextBatch() }
             deliver(stored: files, result)
             batch = next
         }
@@ -165,6 +160,9 @@ final class ImportRun: Sendable {
             return tally.record(outcome, files: files)
         }
         guard let summary else { return }
+        // Every file is stored durably or failed. What is still in the log is copied into the
+        // database file after this, on the checkpointer's thread: nobody waits for it.
+        manager.database?.importEnded()
         // One announcement for the whole import: observers refresh once, not per file.
         if summary.imported > 0 { manager.postDidChange() }
         delegate?.documentManager(manager, didFinishImport: summary)

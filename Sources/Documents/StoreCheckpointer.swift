@@ -5,23 +5,32 @@ import GRDB
 /// Copies what a store committed from its write-ahead log into the database file, on a connection
 /// and a thread of its own.
 ///
-/// SQLite's automatic checkpoint would run inside a commit, on the committing thread; here a large
-/// import keeps committing while the previous batches are copied, on another core. A commit is
-/// durable before its checkpoint: the checkpoint only keeps the log short.
+/// SQLite's automatic checkpoint would run inside a commit, on the committing thread; here commits
+/// go on while the log is copied, on another core. A commit is durable before its checkpoint: the
+/// checkpoint only keeps the log short.
+///
+/// While an import runs, the log may grow much longer before it is copied: the import's writer
+/// keeps one core busy and its parsers the other, so a checkpoint meanwhile would take time from
+/// them, and the import would end later. Once the last import ends, everything is copied.
 final class StoreCheckpointer: Sendable {
-    /// A quarter of SQLite's own threshold for its automatic checkpoint (1,000 pages of 4 KiB): an
-    /// import checkpoints after each batch, while it parses and writes the next ones, so little is
-    /// left to copy when it ends.
+    /// A quarter of SQLite's own threshold for its automatic checkpoint (1,000 pages of 4 KiB).
     static let threshold = 1 << 20
+    /// The threshold while an import runs: large enough for the imports people make, small enough
+    /// that a huge one doesn't double its size on disk in the log.
+    static let importThreshold = 64 << 20
 
     private let connection: DatabaseQueue
     private let queue = DispatchQueue(label: "document store checkpoints")
-    /// Bytes committed since the last checkpoint was scheduled (roughly), and whether one is.
+    /// Bytes committed since the last checkpoint was scheduled (roughly), whether one is, and how
+    /// many imports run.
     private let uncheckpointed = Exclusive(Uncheckpointed(), label: "document store log size")
 
     private struct Uncheckpointed {
         var bytes = 0
         var scheduled = false
+        var imports = 0
+
+        var threshold: Int { imports > 0 ? StoreCheckpointer.importThreshold : StoreCheckpointer.threshold }
     }
 
     /// Opens the checkpointing connection to the database at `path`.
@@ -32,24 +41,35 @@ final class StoreCheckpointer: Sendable {
 
     /// Counts `bytes` committed, and schedules a checkpoint once enough are.
     func didCommit(bytes: Int) {
-        let schedule = uncheckpointed.access { state -> Bool in
+        schedule { state in
             state.bytes += bytes
-            guard !state.scheduled, state.bytes >= Self.threshold else { return false }
+            return state.bytes >= state.threshold
+        }
+    }
+
+    /// An import starts: the log may grow longer until it ends.
+    func importStarts() {
+        uncheckpointed.access { $0.imports += 1 }
+    }
+
+    /// An import ended: once none runs, everything it committed is copied soon.
+    func importEnded() {
+        schedule { state in
+            state.imports -= 1
+            return state.imports == 0 && state.bytes > 0
+        }
+    }
+
+    /// Schedules a checkpoint if `wanted` says so, unless one is scheduled and not yet started
+    /// (that one copies everything committed before it starts).
+    private func schedule(if wanted: (inout Uncheckpointed) -> Bool) {
+        let schedule = uncheckpointed.access { state -> Bool in
+            guard wanted(&state), !state.scheduled else { return false }
             state.scheduled = true
             state.bytes = 0
             return true
         }
         if schedule { queue.async { self.checkpoint() } }
-    }
-
-    /// Copies what is committed into the database file, and waits for it: afterwards the file
-    /// holds every document committed before the call, whatever happens to the log.
-    func checkpointNow() {
-        uncheckpointed.access { state in
-            state.scheduled = true
-            state.bytes = 0
-        }
-        queue.sync { checkpoint() }
     }
 
     /// On `queue`. A failed checkpoint is harmless: SQLite tries again at the next one, and at the

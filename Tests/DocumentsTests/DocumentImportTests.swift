@@ -71,6 +71,34 @@ struct DocumentImportTests {
         #expect(try await manager.contents(of: "kept.txt") == Data("kept".utf8))
     }
 
+    @Test func anImportsDocumentsReachTheDatabaseFileSoonAfterItEnds() async throws {
+        // While an import runs, what it commits stays in SQLite's log (copying it would take a
+        // core from the import); once it ends, the log is copied into the database file, in the
+        // background. 400 files of 5 KB are past the threshold a store checkpoints at otherwise.
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let text = String(repeating: "word ", count: 1_000)
+        let files = (0..<400).map { folder.file("file-\($0).txt", text) }
+        let store = TemporaryFolder()
+        defer { store.remove() }
+        let manager = try DocumentManager(directory: store.url)
+        let queue = DispatchQueue(label: "import delivery")
+        let delegate = RecordingDelegate(queue: queue)
+        manager.importDocuments(at: files, deliverOn: queue, delegate: delegate)
+        #expect(await delegate.finished() == ImportSummary(imported: 400, failed: 0, cancelled: 0))
+
+        let database = store.url.appendingPathComponent(DocumentStore.fileName).path
+        func databaseBytes() -> Int {
+            ((try? FileManager.default.attributesOfItem(atPath: database))?[.size] as? Int) ?? 0
+        }
+        let deadline = ContinuousClock.now + .seconds(60)
+        while databaseBytes() < files.count * text.utf8.count, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(databaseBytes() >= files.count * text.utf8.count)
+        withExtendedLifetime(manager) {}  // closing the store would checkpoint too
+    }
+
     @Test func importDeliversOnTheMainQueueByDefault() async throws {
         let folder = TemporaryFolder()
         defer { folder.remove() }
