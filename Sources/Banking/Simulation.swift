@@ -166,18 +166,9 @@ public struct Simulation: Sendable {
         // Delivery can be slow without being stuck: `NotificationCenter` serializes every post
         // of the process, so other threads posting make each post wait its turn. So the wait
         // gives up only when nothing at all was delivered for `stallLimit`; the checks then fail.
-        var lastSeen = (counted(), totalsDelivered.count)
-        var lastProgress = ContinuousClock.now
-        while counted() < expectedNotifications || tally.asyncTotalsRequested > totalsDelivered.count {
-            let seen = (counted(), totalsDelivered.count)
-            if seen != lastSeen {
-                lastSeen = seen
-                lastProgress = .now
-            } else if ContinuousClock.now - lastProgress > Self.stallLimit {
-                break
-            }
-            try? await Task.sleep(for: .milliseconds(1))
-        }
+        await waitWhileProgressing(
+            until: { counted() >= expectedNotifications && totalsDelivered.count >= tally.asyncTotalsRequested },
+            progress: { counted() + totalsDelivered.count }, stallLimit: Self.stallLimit)
         let elapsed = ContinuousClock.now - started
         // Anything posted twice was queued before the last one was delivered: it is on the queue by now.
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

@@ -1,8 +1,9 @@
-import Banking
 import Dispatch
 import ExclusionTestSupport
 import Foundation
 import Synchronization
+
+@testable import Banking
 
 extension Money {
     /// Test shorthand: `.amount("12.34")`.
@@ -62,18 +63,9 @@ final class ChangeRecorder: @unchecked Sendable {
     /// Waits until the notifications so far satisfy `condition`, or a minute passed without a new
     /// one. (Slow isn't stuck: other tests' posts to the one notification center delay these.)
     func waitUntil(_ condition: ([AccountChange]) -> Bool) async -> [AccountChange] {
-        var seen = recorded.count
-        var lastArrival = ContinuousClock.now
-        while !condition(recorded) {
-            let count = recorded.count
-            if count != seen {
-                seen = count
-                lastArrival = .now
-            } else if ContinuousClock.now - lastArrival > .seconds(60) {
-                break
-            }
-            try? await Task.sleep(for: .milliseconds(2))
-        }
+        await waitWhileProgressing(
+            until: { condition(recorded) }, progress: { recorded.count }, stallLimit: .seconds(60),
+            polling: .milliseconds(2))
         return recorded
     }
 }
