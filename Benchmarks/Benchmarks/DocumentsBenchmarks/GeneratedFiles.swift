@@ -31,4 +31,16 @@ struct TemporaryStoreFolder {
     }
 
     func remove() { try? FileManager.default.removeItem(at: url) }
+
+    /// Waits until the last connection to the store in this folder has closed: SQLite then copies
+    /// the write-ahead log into the database file and deletes it. (The tests have the same wait,
+    /// asynchronous, in their support files, which this package can't import.)
+    func waitUntilTheStoreIsClosed() {
+        let log = url.appendingPathComponent("documents.sqlite-wal").path
+        let deadline = ContinuousClock.now + .seconds(60)
+        while FileManager.default.fileExists(atPath: log) {
+            guard ContinuousClock.now < deadline else { fatalError("the store in \(url.path) never closed") }
+            usleep(1_000)
+        }
+    }
 }
