@@ -365,9 +365,9 @@ struct BankAnnouncementBacklogTests {
     /// the backlog bounded.
     private func largestBacklog(limit: Int) async throws -> Int {
         let queue = DispatchQueue(label: "notifications")
-        // Patience past any wait here: a commit that gave up waiting (as one does after the default
-        // five seconds, under TSan on a busy machine) would go past the limit, as it should, and
-        // this test is about the limit.
+        // Patience past any wait here: a commit that gave up waiting (as one can, past the default
+        // patience, under TSan on a busy machine) would go past the limit, as it should, and this
+        // test is about the limit.
         let announcer = Announcer(limit: limit, patience: .seconds(300))
         let bank = Bank(concurrency: .serial, notificationQueue: queue, announcer: announcer)
         let finished = Flag()
