@@ -103,7 +103,8 @@ public struct Simulation: Sendable {
     ///   - notificationQueue: Where the bank posts its notifications and delivers asynchronous
     ///     totals, and where they are counted. It must be serviced while the simulation runs
     ///     (for the main queue: an `async` main, or `dispatchMain()`).
-    ///   - progress: Called now and then with how many operations are done, out of how many.
+    ///   - progress: Called now and then with how many operations are done, out of how many; one
+    ///     call at a time, the last one when every operation is done.
     /// - Returns: The report, with ``Report/passed`` telling whether every check held.
     public func run(
         notificationQueue: DispatchQueue = .main,
@@ -154,7 +155,9 @@ public struct Simulation: Sendable {
             }
             var tallies: [Tally] = []
             for await tally in group { tallies.append(tally) }
+            // The last call below must come after the reporter's: calls never overlap.
             reporter.cancel()
+            await reporter.value
             return tallies
         }
         progress(configuration.operations, configuration.operations)

@@ -90,8 +90,9 @@ struct Simulate: AsyncParsableCommand {
 /// Progress on standard error: a bar redrawn in place on a terminal, a plain line every second
 /// otherwise (so logs stay readable). Progress that can't be written is given up on.
 final class ProgressDisplay: @unchecked Sendable {
-    // @unchecked: `lastPlainLine` is only touched from `show`, which the simulation calls from one
-    // task at a time.
+    // @unchecked: `lastPlainLine` and `showsProgress` are only touched from `show` and `finish`.
+    // `Simulation.run` makes one progress call at a time and none after it returns, and `finish`
+    // is called after it returns.
     private let onTerminal: Bool
     private var lastPlainLine = ContinuousClock.now
 

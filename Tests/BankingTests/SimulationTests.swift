@@ -45,6 +45,25 @@ struct SimulationTests {
         #expect(seen.values.map(\.0) == seen.values.map(\.0).sorted())
     }
 
+    @Test func progressCallsComeOneAtATimeAndTheLastOneEndsThem() async {
+        // The first call holds on until the last call comes, or 2 s. A last call made while an
+        // earlier one still runs (the `bank` tool's display isn't made for that) shows as an overlap.
+        let calls = OverlapRecorder()
+        let lastCall = DispatchSemaphore(value: 0)
+        let simulation = Simulation(configuration: .init(accounts: 10, threads: 2, operations: 20_000))
+        _ = await simulation.run(notificationQueue: DispatchQueue(label: "simulation")) { done, total in
+            let isFirst = calls.enter(done)
+            if done == total {
+                lastCall.signal()
+            } else if isFirst {
+                _ = lastCall.wait(timeout: .now() + .seconds(2))
+            }
+            calls.leave()
+        }
+        #expect(!calls.overlapped)
+        #expect(calls.done.last == 20_000)
+    }
+
     @Test func theJSONReportDecodesAndSaysWhetherItPassed() async throws {
         let simulation = Simulation(configuration: .init(accounts: 5, threads: 2, operations: 1_000))
         let report = await simulation.run(notificationQueue: DispatchQueue(label: "simulation"))
@@ -76,4 +95,26 @@ private final class Recorder: @unchecked Sendable {
     private var pairs: [(Int, Int)] = []
     func record(_ done: Int, _ total: Int) { lock.withLock { pairs.append((done, total)) } }
     var values: [(Int, Int)] { lock.withLock { pairs } }
+}
+
+private final class OverlapRecorder: @unchecked Sendable {
+    // @unchecked: every stored property is only touched while `lock` is held.
+    private let lock = NSLock()
+    private var inside = false
+    private var sawOverlap = false
+    private var calls: [Int] = []
+
+    /// Records a call that begins; returns whether it is the first.
+    func enter(_ done: Int) -> Bool {
+        lock.withLock {
+            if inside { sawOverlap = true }
+            inside = true
+            calls.append(done)
+            return calls.count == 1
+        }
+    }
+
+    func leave() { lock.withLock { inside = false } }
+    var overlapped: Bool { lock.withLock { sawOverlap } }
+    var done: [Int] { lock.withLock { calls } }
 }
