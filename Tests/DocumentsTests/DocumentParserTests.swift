@@ -168,6 +168,16 @@ struct DocumentParserTests {
         #expect(try parse("[[[[\"deep\"]]]]", as: "d.json").wordCount == 1)
     }
 
+    @Test func jsonStringsHoldAnyScalarUnescaped() throws {
+        // Raw UTF-8 in long strings: bytes such as 0x80 (inside 😀) are no control characters,
+        // wherever they fall in the reader's eight-byte steps.
+        let text = #"{"title": "😀 Ĥéllo wörld 中文 €", "body": ["\#u{85}😀😀😀😀 x\#u{A0}y\#u{3000}z", "a\"😀\\b"]}"#
+        let info = try parse(text, as: "u.json")
+        #expect(info.title == "😀 Ĥéllo wörld 中文 €")
+        #expect(info.wordCount == 5 + 4 + 1)
+        #expect(isMalformed("[\"😀😀😀\u{01}\"]", as: "c.json"))
+    }
+
     /// The inputs libFuzzer found worth keeping (Fuzz/corpus): each gives an info or `.malformed`.
     @Test func theFuzzCorpusParsesOrIsMalformed() throws {
         let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
