@@ -30,7 +30,7 @@ enum DocumentParser {
     }
 
     /// `wordCount` over a string's own bytes, which are valid UTF-8, so a lead byte says how long its
-    /// scalar is. Counting is most of what parsing an import's files costs, so ASCII goes eight
+    /// scalar is. Counting reads every byte of every document an import parses, so ASCII goes eight
     /// bytes at a time (`ByteChunk`), and no branch depends on where words start: such a branch
     /// is mispredicted at about every word.
     private static func wordCount(validUTF8 bytes: UnsafeBufferPointer<UInt8>) -> Int {
