@@ -38,7 +38,8 @@ struct SimulationTests {
         let seen = Recorder()
         let simulation = Simulation(configuration: .init(accounts: 10, threads: 2, operations: 5_000))
         _ = await simulation.run(notificationQueue: DispatchQueue(label: "simulation")) { done, total in
-            seen.record(done, total)
+            _ = seen.begin(done, total)
+            seen.end()
         }
         let last = seen.values.last
         #expect(last?.0 == 5_000 && last?.1 == 5_000)
@@ -48,20 +49,20 @@ struct SimulationTests {
     @Test func progressCallsComeOneAtATimeAndTheLastOneEndsThem() async {
         // The first call holds on until the last call comes, or 2 s. A last call made while an
         // earlier one still runs (the `bank` tool's display isn't made for that) shows as an overlap.
-        let calls = OverlapRecorder()
+        let calls = Recorder()
         let lastCall = DispatchSemaphore(value: 0)
         let simulation = Simulation(configuration: .init(accounts: 10, threads: 2, operations: 20_000))
         _ = await simulation.run(notificationQueue: DispatchQueue(label: "simulation")) { done, total in
-            let isFirst = calls.enter(done)
+            let isFirst = calls.begin(done, total)
             if done == total {
                 lastCall.signal()
             } else if isFirst {
                 _ = lastCall.wait(timeout: .now() + .seconds(2))
             }
-            calls.leave()
+            calls.end()
         }
         #expect(!calls.overlapped)
-        #expect(calls.done.last == 20_000)
+        #expect(calls.values.last?.0 == 20_000)
     }
 
     @Test func theJSONReportDecodesAndSaysWhetherItPassed() async throws {
@@ -89,32 +90,25 @@ struct SimulationTests {
     }
 }
 
+/// The progress calls a simulation made, and whether one began before the one before it ended.
 private final class Recorder: @unchecked Sendable {
-    // @unchecked: `pairs` is only touched while `lock` is held.
-    private let lock = NSLock()
-    private var pairs: [(Int, Int)] = []
-    func record(_ done: Int, _ total: Int) { lock.withLock { pairs.append((done, total)) } }
-    var values: [(Int, Int)] { lock.withLock { pairs } }
-}
-
-private final class OverlapRecorder: @unchecked Sendable {
     // @unchecked: every stored property is only touched while `lock` is held.
     private let lock = NSLock()
+    private var pairs: [(Int, Int)] = []
     private var inside = false
     private var sawOverlap = false
-    private var calls: [Int] = []
 
     /// Records a call that begins; returns whether it is the first.
-    func enter(_ done: Int) -> Bool {
+    func begin(_ done: Int, _ total: Int) -> Bool {
         lock.withLock {
             if inside { sawOverlap = true }
             inside = true
-            calls.append(done)
-            return calls.count == 1
+            pairs.append((done, total))
+            return pairs.count == 1
         }
     }
 
-    func leave() { lock.withLock { inside = false } }
+    func end() { lock.withLock { inside = false } }
+    var values: [(Int, Int)] { lock.withLock { pairs } }
     var overlapped: Bool { lock.withLock { sawOverlap } }
-    var done: [Int] { lock.withLock { calls } }
 }
