@@ -25,7 +25,7 @@ final class ImportReport: DocumentImportDelegate, @unchecked Sendable {
     }
 
     func documentManager(_ manager: DocumentManager, didFailToImport url: URL, error: DocumentError) {
-        failures.append("\(url.path): \(error)")
+        failures.append(Self.failure(of: url, error))
         advance("failed \(printable(url.lastPathComponent))")
     }
 
@@ -44,6 +44,17 @@ final class ImportReport: DocumentImportDelegate, @unchecked Sendable {
         } else {
             showsProgress = StandardStreams.error("\(done)/\(total) \(event)\n")
         }
+    }
+
+    /// A failure as the summary lists it: the file's path, then what went wrong, the path said
+    /// once. The error's own description starts with the file's name or path where it names the
+    /// file, so that name is widened to the path instead of the path put in front of it.
+    static func failure(of url: URL, _ error: DocumentError) -> String {
+        let text = error.description
+        if text.hasPrefix(url.path) { return text }
+        let name = url.lastPathComponent
+        if text.hasPrefix(name) { return url.path + text.dropFirst(name.count) }
+        return "\(url.path): \(text)"
     }
 
     func finishProgress() {

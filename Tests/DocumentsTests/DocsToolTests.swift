@@ -76,6 +76,11 @@ struct DocsToolTests {
         #expect(failures.count == 4)
         #expect(failures.contains { $0.contains("cut.xml") && $0.contains("malformed") })
         #expect(failures.contains { $0.contains("photo.jpg") && $0.contains("unsupported format") })
+        for name in ["cut.xml", "tail.json", "empty.txt", "photo.jpg"] {
+            let failure = try #require(failures.first { $0.contains(name) })
+            #expect(failure.hasPrefix("failed: \(input.url.path)/\(name)"), "\(failure)")
+            #expect(failure.components(separatedBy: name).count == 2, "the file named once: \(failure)")
+        }
         #expect(try docs(["list", "--store", store.url.path]).output.hasPrefix("good.txt"))
     }
 
@@ -208,6 +213,7 @@ struct DocsToolTests {
         #expect(run.status == 1)
         let failure = run.output.split(separator: "\n").first { $0.hasPrefix("failed: ") }
         #expect(failure?.contains(first.path) == true && failure?.contains(second.path) == true, "\(run.output)")
+        #expect(failure?.components(separatedBy: second.path).count == 2, "the path once: \(run.output)")
         #expect(try docs(["--store", store.url.path, "show", "café.txt", "--contents"]).output == "first")
     }
 
