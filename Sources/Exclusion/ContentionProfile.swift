@@ -21,7 +21,10 @@ import Musl
 /// ```
 ///
 /// Only acquisitions that have to wait are recorded: an access that finds its instance free costs
-/// what it costs without a profile, and recording a wait takes no lock. Three kinds of wait are
+/// what it costs without a profile, and recording a wait takes no lock. A wait that ends while the
+/// waiter still spins (on Linux, the first microseconds of waiting for an `Exclusive`) doesn't ask
+/// its holder for its call site, which would cost every release while anyone waits: see
+/// ``ContentionReport/SiteWaits/endedWhileSpinning``. Three kinds of wait are
 /// told apart (``ContentionReport/WaitKind``): a thread blocked for the lock, a task suspended
 /// until its turn (`await access`), and an access waiting for its condition (`access(when:)`),
 /// which is not lock contention and is reported on its own.

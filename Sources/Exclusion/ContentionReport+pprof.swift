@@ -30,7 +30,7 @@ extension ContentionReport {
                 function: "waited at \(row.waiter?.description ?? "(no call site)")", file: row.waiter?.file ?? "",
                 line: row.waiter?.line ?? 0)
             let holder = profile.location(
-                function: "held by \(row.holder?.description ?? "(no call site: asynchronous work or a read)")",
+                function: "held by \(ContentionReport.describe(row.holder, endedWhileSpinning: row.holderNotAsked))",
                 file: row.holder?.file ?? "", line: row.holder?.line ?? 0)
             profile.sample(
                 locations: [holder, waiter, instance], values: [row.count, row.nanoseconds],

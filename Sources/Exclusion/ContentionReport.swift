@@ -29,10 +29,27 @@ public struct ContentionReport: Sendable, CustomStringConvertible {
     /// How often, and how long in all, accesses waited at one site (or while one site held).
     public struct SiteWaits: Sendable, Hashable {
         /// The call site; nil for work that has none (asynchronous work run by whichever access
-        /// held the state, or reads, whose holders aren't noted).
+        /// held the state, or reads, whose holders aren't noted), and for the holders of waits
+        /// that ended while the waiter spun (``endedWhileSpinning``).
         public let site: Site?
         public let count: Int
         public let wait: Duration
+        /// Whether these are waits that ended while the waiter still spun, before it went to sleep
+        /// (on Linux, the first microseconds of a wait for an `Exclusive`), whose holders aren't
+        /// asked for their call site: asking would make every release take the slow path while
+        /// anyone waits, which costs a lock that is handed back and forth more than the rest of
+        /// the recording. They are counted and timed like any other wait. Only holder rows have it.
+        public let endedWhileSpinning: Bool
+
+        init(site: Site?, count: Int, wait: Duration, endedWhileSpinning: Bool = false) {
+            self.site = site
+            self.count = count
+            self.wait = wait
+            self.endedWhileSpinning = endedWhileSpinning
+        }
+
+        /// The site as the table names it, or why there is none.
+        var siteDescription: String { ContentionReport.describe(site, endedWhileSpinning: endedWhileSpinning) }
     }
 
     /// One instance's waits.
@@ -79,6 +96,8 @@ public struct ContentionReport: Sendable, CustomStringConvertible {
         let kind: WaitKind
         let waiter: Site?
         let holder: Site?
+        /// Whether the wait ended while its waiter spun, so its holder wasn't asked.
+        let holderNotAsked: Bool
         let count: Int
         let nanoseconds: Int
         let longest: Int
@@ -93,7 +112,8 @@ public struct ContentionReport: Sendable, CustomStringConvertible {
         rows = table.entries().map { entry in
             Row(
                 label: entry.names.label, type: entry.names.type, kind: WaitKind(entry.key.kind),
-                waiter: Site(entry.key.waiter), holder: Site(entry.key.holder), count: entry.count * scale,
+                waiter: Site(entry.key.waiter), holder: Site(entry.key.holder),
+                holderNotAsked: entry.key.holder == .spun, count: entry.count * scale,
                 nanoseconds: entry.nanoseconds * scale, longest: entry.longest)
         }
         // Instances with the same label and type are one row: a label names what it protects.
@@ -129,9 +149,7 @@ public struct ContentionReport: Sendable, CustomStringConvertible {
             + shown.flatMap { instance in
                 (instance.waiters.prefix(limit) + instance.holders.prefix(limit)
                     + instance.conditionWaiters.prefix(limit))
-                    .map {
-                        "  condition at \($0.site?.description ?? "(no call site: asynchronous work or a read)")".count
-                    }
+                    .map { "  condition at \($0.siteDescription)".count }
             }
         let width = min(80, max(44, names.max() ?? 0))
         lines.append(
@@ -170,10 +188,17 @@ public struct ContentionReport: Sendable, CustomStringConvertible {
     }
 
     private static func siteLine(_ role: String, _ waits: SiteWaits, width: Int) -> String {
-        let name = "  \(role) \(waits.site?.description ?? "(no call site: asynchronous work or a read)")"
+        let name = "  \(role) \(waits.siteDescription)"
         return name.padding(toLength: max(name.count, width), withPad: " ", startingAt: 0) + " "
             + String(repeating: " ", count: max(0, 8 - "\(waits.count)".count)) + "\(waits.count) "
             + String(repeating: " ", count: max(0, 12 - format(waits.wait).count)) + format(waits.wait)
+    }
+
+    /// A site as the table and pprof name it, or why there is none.
+    static func describe(_ site: Site?, endedWhileSpinning: Bool = false) -> String {
+        if let site { return site.description }
+        return endedWhileSpinning
+            ? "(not asked: waits that ended while spinning)" : "(no call site: asynchronous work or a read)"
     }
 
     /// A duration as people read it: 840 ns, 12.5 µs, 3.20 ms, 1.25 s.
@@ -222,10 +247,20 @@ extension ContentionReport.Instance {
         }
         self.byKind = byKind
         waiters = Self.bySite(contended, \.waiter)
-        holders = Self.bySite(contended, \.holder)
+        holders = Dictionary(grouping: contended) { HolderKey(site: $0.holder, notAsked: $0.holderNotAsked) }
+            .map { key, rows in
+                ContentionReport.SiteWaits(
+                    site: key.site, count: rows.reduce(0) { $0 + $1.count },
+                    wait: .nanoseconds(rows.reduce(0) { $0 + $1.nanoseconds }), endedWhileSpinning: key.notAsked)
+            }.sorted { ($0.wait, $0.count) > ($1.wait, $1.count) }
         conditionWaits = conditions.reduce(0) { $0 + $1.count }
         conditionWait = .nanoseconds(conditions.reduce(0) { $0 + $1.nanoseconds })
         conditionWaiters = Self.bySite(conditions, \.waiter)
+    }
+
+    private struct HolderKey: Hashable {
+        let site: ContentionReport.Site?
+        let notAsked: Bool
     }
 
     private static func bySite(

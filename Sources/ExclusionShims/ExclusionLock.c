@@ -81,10 +81,10 @@ static struct timespec timespec_at(uint64_t ns) {
     return at;
 }
 
-/// Waits for `lock` until `deadline` (CLOCK_MONOTONIC nanoseconds; 0 for no deadline); 1 once it
-/// holds it, 0 if the deadline passed first. With `took_at`, the clock is read before every look
-/// at the lock, and the reading before the look that took it is stored there.
-static int wait_until(exclusion_lock *lock, uint64_t deadline, uint64_t *took_at) {
+/// The first part of a wait: `EXCLUSION_BACKOFF_SPINS` looks at `lock`, a spin hint apart; 1 once
+/// it holds it, 0 if the spin ended first. With `took_at`, the clock is read before every look,
+/// and the reading before the look that took it is stored there.
+static int spin(exclusion_lock *lock, uint64_t *took_at) {
     exclusion_backoff backoff = {0};
     while (exclusion_backoff_spin(&backoff)) {
         uint64_t looked = took_at != NULL ? exclusion_monotonic_now() : 0;
@@ -94,6 +94,17 @@ static int wait_until(exclusion_lock *lock, uint64_t deadline, uint64_t *took_at
             }
             return 1;
         }
+    }
+    return 0;
+}
+
+/// Waits for `lock` until `deadline` (CLOCK_MONOTONIC nanoseconds; 0 for no deadline); 1 once it
+/// holds it, 0 if the deadline passed first. With `took_at`, the clock is read before every look
+/// at the lock, and the reading before the look that took it is stored there. With `spinning`,
+/// the wait spins before it sleeps.
+static int wait_until(exclusion_lock *lock, uint64_t deadline, uint64_t *took_at, int spinning) {
+    if (spinning && spin(lock, took_at)) {
+        return 1;
     }
     // Counted from here on: every release sees `sleepers` non-zero and takes the slow path.
     uint32_t before = __atomic_fetch_add(&lock->sleepers, 1, __ATOMIC_SEQ_CST);
@@ -134,7 +145,7 @@ static int wait_until(exclusion_lock *lock, uint64_t deadline, uint64_t *took_at
 }
 
 void exclusion_lock_wait(exclusion_lock *lock) {
-    (void)wait_until(lock, 0, NULL);
+    (void)wait_until(lock, 0, NULL, 1);
 }
 
 uint64_t exclusion_lock_lock_timed(exclusion_lock *lock, uint64_t started) {
@@ -142,7 +153,22 @@ uint64_t exclusion_lock_lock_timed(exclusion_lock *lock, uint64_t started) {
         return started;
     }
     uint64_t took_at = started;
-    (void)wait_until(lock, 0, &took_at);
+    (void)wait_until(lock, 0, &took_at, 1);
+    return took_at;
+}
+
+uint64_t exclusion_lock_spin_timed(exclusion_lock *lock) {
+    uint64_t took_at = 0;
+    return spin(lock, &took_at) ? took_at : 0;
+}
+
+uint64_t exclusion_lock_sleep_timed(exclusion_lock *lock, uint64_t started) {
+    uint64_t looked = exclusion_monotonic_now();
+    if (exclusion_lock_try(lock)) {
+        return looked;
+    }
+    uint64_t took_at = started;
+    (void)wait_until(lock, 0, &took_at, 0);
     return took_at;
 }
 
@@ -150,7 +176,7 @@ int exclusion_lock_wait_until(exclusion_lock *lock, uint64_t deadline) {
     if (exclusion_lock_try(lock)) {
         return 1;
     }
-    return wait_until(lock, deadline == 0 ? 1 : deadline, NULL);  // 0 means "none" inside
+    return wait_until(lock, deadline == 0 ? 1 : deadline, NULL, 1);  // 0 means "none" inside
 }
 
 void exclusion_lock_wake(exclusion_lock *lock) {

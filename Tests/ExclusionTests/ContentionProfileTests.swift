@@ -62,6 +62,14 @@ private func knownWorkload(hot: Exclusive<Int>, cold: Exclusive<Int>) async -> (
     return (profile.stop(), measured)
 }
 
+/// Which round of `shortWaits` the holder has begun, which the waiter has arrived for, and which
+/// it has done.
+private final class Turns: Sendable {
+    let go = Atomic<Int>(0)
+    let arrived = Atomic<Int>(0)
+    let done = Atomic<Int>(0)
+}
+
 /// The lines of the known workload's two accesses.
 private let holderLine = Atomic<Int>(0)
 private let waiterLine = Atomic<Int>(0)
@@ -173,6 +181,87 @@ struct ContentionProfileTests {
             #expect(isAConditionWait(instance))
         }
     }
+
+    #if os(Linux)
+    /// Short waits, profiled: in each round one thread holds `box` and lets go a few microseconds
+    /// after another is about to access it, so that some waits end while the waiter still spins.
+    /// Runs batches of rounds, each with a profile of its own, until one recorded such a wait (at
+    /// most `batches`). Returns the last batch's report, and the waiter's own measure of its
+    /// accesses in that batch.
+    private func shortWaits(label: String, batches: Int = 20) async -> (ContentionReport.Instance?, Duration) {
+        var last: (ContentionReport.Instance?, Duration) = (nil, .zero)
+        for _ in 0..<batches {
+            let box = Exclusive(0, label: label)
+            let profile = ContentionProfile.start()
+            let turn = Turns()
+            let rounds = 300
+            let measured = await withTaskGroup(of: Duration.self) { group in
+                group.addTask {
+                    await onItsOwnThread {
+                        for round in 1...rounds {
+                            // The waiter's last round is over: it waits for this one, not the last.
+                            _ = spin(until: { turn.done.load(ordering: .sequentiallyConsistent) == round - 1 })
+                            box.access { _ in
+                                turn.go.store(round, ordering: .sequentiallyConsistent)
+                                // Lets go as soon as the waiter is about to access, or a little
+                                // later: without yielding, so that it lets go within the spin.
+                                let deadline = ContinuousClock.now + .seconds(10)
+                                while turn.arrived.load(ordering: .sequentiallyConsistent) != round,
+                                    ContinuousClock.now < deadline
+                                {}
+                                let end = ContinuousClock.now + .nanoseconds(250 * (round % 3))
+                                while ContinuousClock.now < end {}
+                            }
+                        }
+                        return .zero
+                    }
+                }
+                group.addTask {
+                    await onItsOwnThread {
+                        var measured = Duration.zero
+                        for round in 1...rounds {
+                            _ = spin(until: { turn.go.load(ordering: .sequentiallyConsistent) == round })
+                            let start = ContinuousClock.now
+                            turn.arrived.store(round, ordering: .sequentiallyConsistent)
+                            box.access { $0 += 1 }
+                            measured += ContinuousClock.now - start
+                            turn.done.store(round, ordering: .sequentiallyConsistent)
+                        }
+                        return measured
+                    }
+                }
+                return await group.reduce(.zero, +)
+            }
+            last = (profile.stop().instances.first { $0.label == label }, measured)
+            if last.0?.holders.contains(where: \.endedWhileSpinning) == true { break }
+        }
+        return last
+    }
+
+    /// Whether waits that ended while spinning were recorded: counted and timed, within what the
+    /// waiter measured, with a holder row that says it wasn't asked.
+    private func recordsShortWaits(_ instance: ContentionReport.Instance?, measured: Duration) -> Bool {
+        guard let instance, let spun = instance.holders.first(where: \.endedWhileSpinning) else { return false }
+        return spun.site == nil && spun.count > 0 && spun.wait > .zero && instance.totalWait <= measured
+            && instance.holders.reduce(0) { $0 + $1.count } == instance.contentions
+            && spun.siteDescription == "(not asked: waits that ended while spinning)"
+    }
+
+    @Test func waitsThatEndWhileSpinningAreRecordedWithoutAskingTheHolder() async {
+        let label = unique("short waits")
+        let (instance, measured) = await shortWaits(label: label)
+        #expect(recordsShortWaits(instance, measured: measured), "\(String(describing: instance))")
+    }
+
+    @Test func theCheckCatchesShortWaitsLeftOut() async {
+        let (instance, measured) = await withFault(.spunWaitsLost) {
+            await shortWaits(label: unique("short waits"), batches: 3)
+        }
+        withKnownIssue("waits that ended while the waiter spun not recorded") {
+            #expect(recordsShortWaits(instance, measured: measured))
+        }
+    }
+    #endif
 
     @Test func thePprofFileDecodesWithItsSampleTypesAndLabels() async throws {
         let (hot, cold) = (unique("hot"), unique("cold"))

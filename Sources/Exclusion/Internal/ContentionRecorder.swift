@@ -21,7 +21,7 @@ enum _WaitKind: UInt8, Sendable {
 }
 
 /// A call site as the accessors receive it: a `#fileID` string's bytes (static, so they live as
-/// long as the process) and a line. `start == 0` is no site.
+/// long as the process) and a line. `start == 0` is no site; `start == 1`, a holder not asked.
 @usableFromInline
 struct _Site: Sendable, Hashable {
     @usableFromInline let start: UInt
@@ -45,8 +45,12 @@ struct _Site: Sendable, Hashable {
 
     @usableFromInline static var none: _Site { _Site(start: 0, length: 0, line: 0) }
 
+    /// The holder of a wait that ended while the waiter still spun: not asked for its site (1 is
+    /// no string's address).
+    static var spun: _Site { _Site(start: 1, length: 0, line: 0) }
+
     var file: String? {
-        guard let pointer = UnsafePointer<UInt8>(bitPattern: start) else { return nil }
+        guard start > 1, let pointer = UnsafePointer<UInt8>(bitPattern: start) else { return nil }
         return String(decoding: UnsafeBufferPointer(start: pointer, count: length), as: UTF8.self)
     }
 }
@@ -273,4 +277,6 @@ enum _ContentionFault: Int {
     case noHolders = 2
     /// Waits for a condition recorded as threads' waits for the lock.
     case conditionAsContention = 3
+    /// Waits that ended while the waiter spun not recorded.
+    case spunWaitsLost = 5
 }

@@ -39,6 +39,33 @@ extension _Engine {
         if recordsNow { _record(wait) } else { _waitList._pendingWait = wait }
     }
 
+    /// A profiled exclusive access called at `site` starts waiting for the lock: it reads the clock
+    /// and spins. Returns the wait's start, and whether the spin took the lock; then the wait is
+    /// recorded already, and otherwise the access is counted as waiting, so that the holder notes
+    /// its call site when it lets go.
+    func _profiledWaitSpins(at site: _Site) -> (start: UInt64, took: Bool) {
+        let start = _Contention.now()
+        _Signposts.waitBegins(label, at: site, id: start)
+        if let end = _lock.spinExclusiveTimed() {
+            _shortWaitEnded(at: site, from: start, to: end)
+            return (start, true)
+        }
+        if _waitList.profiledWaiterArrives() { _Signposts.holdBegins(self, label) }
+        return (start, false)
+    }
+
+    /// Records a wait for the lock by an access called at `site` that ended within the lock's spin,
+    /// from `start` to `end`; call with the state held exclusively, right after taking it.
+    ///
+    /// Its holder was never asked for its call site: asking makes every release go the slow way
+    /// while anyone waits, which for a lock that is handed back and forth costs more than all the
+    /// rest of the recording. A wait this short holds up little, and is recorded as one.
+    func _shortWaitEnded(at site: _Site, from start: UInt64, to end: UInt64) {
+        _Signposts.waitEnds(.thread, id: start)
+        if _Contention.fault == .spunWaitsLost { return }
+        _record(_PendingWait(kind: .thread, site: site, holder: .spun, start: start, waited: end &- start))
+    }
+
     /// The wait that the last exclusive access took over with, if its recording is still to do;
     /// call with the state held exclusively, and record it (`_record(_:)`) after letting go.
     func _takePendingWait() -> _PendingWait? {

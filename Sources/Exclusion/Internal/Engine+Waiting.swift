@@ -358,12 +358,14 @@ extension _Engine {
     @usableFromInline
     func _lockExclusivelyWatching(file: StaticString, line: UInt, notingEntry: Bool, profiled isProfiled: Bool) {
         if !_lock.tryLockExclusive() {
-            let profiled = isProfiled && _Contention.isOn ? _lockWaitBegins(at: _Site(file, line)) : nil
-            _lock.lockExclusive(reportingAt: _Deadline(after: _StuckWait.threshold!)) {
-                _reportStuck(waitingFor: "to take", file: file, line: line)
-            }
-            if let profiled {
-                _exclusiveWaitEnded(.thread, at: _Site(file, line), from: profiled, to: _Contention.now())
+            let profiled = isProfiled && _Contention.isOn ? _profiledWaitSpins(at: _Site(file, line)) : nil
+            if profiled?.took != true {
+                _lock.lockExclusive(reportingAt: _Deadline(after: _StuckWait.threshold!)) {
+                    _reportStuck(waitingFor: "to take", file: file, line: line)
+                }
+                if let profiled {
+                    _exclusiveWaitEnded(.thread, at: _Site(file, line), from: profiled.start, to: _Contention.now())
+                }
             }
         }
         if notingEntry { _noteEntry(file: file, line: line) }

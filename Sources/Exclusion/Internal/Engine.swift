@@ -154,9 +154,11 @@ extension _Engine {
     @usableFromInline @inline(never)
     func _lockExclusivelyContended(file: StaticString, line: UInt, profiled: Bool) {
         guard profiled, _Contention.isOn else { return _lock.lockExclusive() }
-        let start = _lockWaitBegins(at: _Site(file, line))
-        let end = _lock.lockExclusiveTimed(since: start)
-        _exclusiveWaitEnded(.thread, at: _Site(file, line), from: start, to: end)
+        let site = _Site(file, line)
+        let (start, took) = _profiledWaitSpins(at: site)
+        if took { return }
+        let end = _lock.lockExclusiveTimed(afterSpinningSince: start)
+        _exclusiveWaitEnded(.thread, at: site, from: start, to: end)
     }
 
     /// Takes the state exclusively by `deadline` (as long as it takes if nil), and runs everything

@@ -21,6 +21,11 @@ protocol _EngineLock: Sendable {
     /// clock (`_Contention.now`), read outside the lock where the lock allows; for the contention
     /// profile.
     func lockExclusiveTimed(since start: UInt64) -> UInt64
+    /// The first part of `lockExclusiveTimed`'s wait, the spin: when it took the lock, or nil if
+    /// the spin ended first (at once, for a lock that doesn't spin before it sleeps).
+    func spinExclusiveTimed() -> UInt64?
+    /// The rest of `lockExclusiveTimed`'s wait, after `spinExclusiveTimed` returned nil.
+    func lockExclusiveTimed(afterSpinningSince start: UInt64) -> UInt64
     func tryLockExclusive() -> Bool
     /// What `lockExclusive` does if nobody else holds the lock, and false, holding nothing, if
     /// somebody does: the engine's quick path, which sends a contended acquisition out of line.
@@ -52,6 +57,10 @@ extension _Lock: _EngineLock {
 
     @inlinable func lockExclusive() { lock() }
     @usableFromInline func lockExclusiveTimed(since start: UInt64) -> UInt64 { lockTimed(since: start) }
+    @usableFromInline func spinExclusiveTimed() -> UInt64? { spinTimed() }
+    @usableFromInline func lockExclusiveTimed(afterSpinningSince start: UInt64) -> UInt64 {
+        lockTimed(afterSpinningSince: start)
+    }
     @inlinable func tryLockExclusive() -> Bool { tryLock() }
     @inlinable func lockExclusiveIfFree() -> Bool { tryLock() }
     @inlinable func unlockExclusive() { unlock() }
@@ -86,6 +95,12 @@ extension _ReadersWriterLock: _EngineLock {
     @usableFromInline func lockExclusiveTimed(since start: UInt64) -> UInt64 {
         lockExclusive()
         return _Contention.now()
+    }
+
+    /// No spin of its own to time: every wait is the whole wait.
+    @usableFromInline func spinExclusiveTimed() -> UInt64? { nil }
+    @usableFromInline func lockExclusiveTimed(afterSpinningSince start: UInt64) -> UInt64 {
+        lockExclusiveTimed(since: start)
     }
 
     /// Nothing to do: the lock frees itself when the engine lets go of it.

@@ -85,6 +85,28 @@ struct _Lock: @unchecked Sendable {
         #endif
     }
 
+    /// The spin that `lockTimed` starts with: when it took the lock, read as `lockTimed` reads it;
+    /// nil if the spin ended first, and always where the platform's lock spins out of sight.
+    @usableFromInline
+    func spinTimed() -> UInt64? {
+        #if os(Linux) && !canImport(Darwin)
+        let took = exclusion_lock_spin_timed(_handle)
+        return took == 0 ? nil : took
+        #else
+        return nil
+        #endif
+    }
+
+    /// The rest of `lockTimed`'s wait, once `spinTimed` returned nil.
+    @usableFromInline
+    func lockTimed(afterSpinningSince start: UInt64) -> UInt64 {
+        #if os(Linux) && !canImport(Darwin)
+        return exclusion_lock_sleep_timed(_handle, start)
+        #else
+        return lockTimed(since: start)
+        #endif
+    }
+
     /// Waits for the lock until `deadline` at the latest; whether it got it.
     @usableFromInline
     func lock(before deadline: _Deadline) -> Bool {

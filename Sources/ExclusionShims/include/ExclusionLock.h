@@ -80,6 +80,14 @@ void exclusion_lock_wait(exclusion_lock *lock);
 /// clock while it holds the lock.
 uint64_t exclusion_lock_lock_timed(exclusion_lock *lock, uint64_t started);
 
+/// The first part of `exclusion_lock_lock_timed`'s wait: the spin. Returns when it took `lock` on
+/// the monotonic clock, read before each look; 0 if the spin ended without it.
+uint64_t exclusion_lock_spin_timed(exclusion_lock *lock);
+
+/// The rest of `exclusion_lock_lock_timed`'s wait, after `exclusion_lock_spin_timed` came back
+/// empty-handed: one more look, then sleeps until it holds `lock`. Returns when it got it.
+uint64_t exclusion_lock_sleep_timed(exclusion_lock *lock, uint64_t started);
+
 /// Waits for `lock` until `deadline` (`exclusion_monotonic_now` nanoseconds) at the latest and
 /// takes it; 1 if it did, 0 if the deadline passed first.
 int exclusion_lock_wait_until(exclusion_lock *lock, uint64_t deadline);
