@@ -109,7 +109,9 @@ final class _ContentionTable: Sendable {
     let sampleEvery: Int
     let started: UInt64
 
-    init(capacity: Int = 4_096, sampleEvery: Int) {
+    /// `capacity` slots per stripe, each a distinct key one thread waited with: far more than a
+    /// program has sites.
+    init(capacity: Int = 1_024, sampleEvery: Int) {
         stripes = (0..<_Contention.stripeCount).map { _ in _ContentionStripe(capacity: capacity) }
         self.sampleEvery = sampleEvery
         started = _Contention.now()
@@ -213,8 +215,12 @@ final class _RecordingCount: Sendable {
 enum _Contention {
     /// The table of the running profile; its `ContentionProfile` keeps it alive.
     static let active = Atomic<Unmanaged<_ContentionTable>?>(nil)
-    /// How many stripes the table has, and counts of recordings under way (one per stripe).
-    static let stripeCount = 4
+    /// How many stripes the table has, and counts of recordings under way (one per stripe). Threads
+    /// get their indices in the order they first use Exclusion, so up to this many threads started
+    /// together each add to a stripe of their own, and share neither a slot, a count nor a
+    /// reference count with another thread (what a shared stripe cost showed up in a profile of
+    /// eight threads on one instance).
+    static let stripeCount = 16
     /// How many recordings are under way, counted in the recorder's stripe: `stop` waits for them
     /// before the table can go. Outside the table, since a recorder counts itself before it knows
     /// that the table is still there.
