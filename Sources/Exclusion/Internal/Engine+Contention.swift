@@ -62,6 +62,9 @@ extension _Engine {
     /// rest of the recording. A wait this short holds up little, and is recorded as one.
     func _shortWaitEnded(at site: _Site, from start: UInt64, to end: UInt64) {
         _Signposts.waitEnds(.thread, id: start)
+        // Cleared as any taker clears it: a waiter that arrives now may take over from this access
+        // without its release noting a site, and must not find an older holder's.
+        if _waitList._holder.start != 0 { _noteHolder(.none) }
         if _Contention.fault == .spunWaitsLost { return }
         _record(_PendingWait(kind: .thread, site: site, holder: .spun, start: start, waited: end &- start))
     }
