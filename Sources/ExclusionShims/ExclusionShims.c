@@ -7,6 +7,8 @@ _Thread_local exclusion_thread_record exclusion_thread __attribute__((tls_model(
 
 static uint32_t next_thread_index = 0;
 
+exclusion_kept_wait exclusion_kept_waits[EXCLUSION_KEPT_WAITS];
+
 exclusion_thread_record *exclusion_current_thread_slow(void) {
     exclusion_thread_record *record = &exclusion_thread;
     record->index = __atomic_add_fetch(&next_thread_index, 1, __ATOMIC_RELAXED);

@@ -263,13 +263,38 @@ struct ContentionProfileTests {
     }
     #endif
 
+    /// Whether a wait a thread kept for later (as a short wait is kept with the state held) is in
+    /// the report of a profile stopped before the thread waited again.
+    private func keptWaitReachesTheReport() -> Bool {
+        _Contention.addKeptWait()  // nothing of an earlier test's left in this thread's place
+        let label = unique("kept")
+        let box = Exclusive(0, label: label)
+        let profile = ContentionProfile.start()
+        let key = _ContentionKey(
+            instance: ObjectIdentifier(box._engine), kind: .thread, waiter: _Site("File.swift", 3), holder: .spun)
+        let found = _Contention.slot(for: key) { _ContentionNames(label: label, type: "Exclusive<Int>") }
+        guard let found, _Contention.keep(1_000, for: found) else { return false }
+        let instance = profile.stop().instances.first { $0.label == label }
+        return instance?.contentions == 1 && instance?.totalWait == .microseconds(1)
+            && instance?.holders.first?.endedWhileSpinning == true
+    }
+
+    @Test func aKeptWaitIsAddedWhenTheProfileStops() {
+        #expect(keptWaitReachesTheReport())
+    }
+
+    @Test func theCheckCatchesKeptWaitsLeftOutAtStop() async {
+        let reached = await withFault(.keptWaitsLeftAtStop) { keptWaitReachesTheReport() }
+        withKnownIssue("a kept wait not added when the profile stops") { #expect(reached) }
+    }
+
     @Test func thePprofFileDecodesWithItsSampleTypesAndLabels() async throws {
         let (hot, cold) = (unique("hot"), unique("cold"))
         let (report, _) = await knownWorkload(hot: Exclusive(0, label: hot), cold: Exclusive(0, label: cold))
         let profile = try Pprof(gzipped: report.pprof())
         #expect(profile.sampleTypes == [["contentions", "count"], ["delay", "nanoseconds"]])
         let samples = profile.samples.filter { $0.labels["label"] == hot }
-        #expect(samples.count == 1)
+        #expect(samples.count == 1, "\(report)")
         #expect(samples.first?.values.first == Int64(rounds))
         #expect(samples.first?.labels["wait"] == "blocked thread")
         let known = Int64(holdMilliseconds * rounds) * 1_000_000

@@ -96,6 +96,13 @@ final class _ContentionSlot: @unchecked Sendable {
     let count = Atomic<Int>(0)
     let nanoseconds = Atomic<Int>(0)
     let longest = Atomic<Int>(0)
+
+    /// Adds one wait of `nanoseconds`.
+    func add(_ nanoseconds: Int) {
+        count.add(1, ordering: .relaxed)
+        self.nanoseconds.add(nanoseconds, ordering: .relaxed)
+        if nanoseconds > longest.load(ordering: .relaxed) { longest.max(nanoseconds, ordering: .relaxed) }
+    }
 }
 
 /// Where a running profile adds up its waits: a fixed table, open addressing, that threads add to
@@ -108,6 +115,9 @@ final class _ContentionTable: Sendable {
     let stripes: [_ContentionStripe]
     let sampleEvery: Int
     let started: UInt64
+    /// Tells this table apart from every other, even one at the same address after it is gone:
+    /// waits kept for it (`_Contention.keep`) say which table they are for by this number.
+    let serial = _Contention.serials.add(1, ordering: .relaxed).newValue
 
     /// `capacity` slots per stripe, each a distinct key one thread waited with: far more than a
     /// program has sites.
@@ -157,6 +167,12 @@ final class _ContentionStripe: Sendable {
 
     /// Adds a wait to `key`'s slot; `names` is asked for only when the key takes a slot of its own.
     func add(_ key: _ContentionKey, nanoseconds: Int, names: () -> _ContentionNames) {
+        slot(for: key, names: names)?.add(nanoseconds)
+    }
+
+    /// `key`'s slot, claimed for it if it has none yet (`names` is asked for only then); nil, with
+    /// the wait counted as dropped, if the stripe is full.
+    func slot(for key: _ContentionKey, names: () -> _ContentionNames) -> _ContentionSlot? {
         let hash = key.hash
         let mask = slots.count - 1
         var index = Int(truncatingIfNeeded: hash) & mask
@@ -175,21 +191,20 @@ final class _ContentionStripe: Sendable {
                     current = original
                 }
             }
-            if current == hash {
-                slot.count.add(1, ordering: .relaxed)
-                slot.nanoseconds.add(nanoseconds, ordering: .relaxed)
-                slot.longest.max(nanoseconds, ordering: .relaxed)
-                return
-            }
+            if current == hash { return slot }
             index = (index + 1) & mask
         }
         dropped.add(1, ordering: .relaxed)
+        return nil
     }
 
-    /// Every claimed slot whose key is written.
+    /// Every claimed slot whose key is written and that has a wait: a slot is claimed for short
+    /// waits before a wait is known to be one (`_Contention.slot(for:names:)`).
     func entries() -> [(key: _ContentionKey, names: _ContentionNames, count: Int, nanoseconds: Int, longest: Int)] {
         slots.compactMap { slot in
-            guard slot.ready.load(ordering: .acquiring), let key = slot.key, let names = slot.names else { return nil }
+            guard slot.ready.load(ordering: .acquiring), let key = slot.key, let names = slot.names,
+                slot.count.load(ordering: .relaxed) > 0
+            else { return nil }
             return (
                 key, names, slot.count.load(ordering: .relaxed), slot.nanoseconds.load(ordering: .relaxed),
                 slot.longest.load(ordering: .relaxed)
@@ -226,6 +241,9 @@ enum _Contention {
     /// that the table is still there.
     static let recording: [_RecordingCount] = (0..<stripeCount).map { _ in _RecordingCount() }
 
+    /// Serial numbers of tables (`_ContentionTable.serial`), the last one handed out.
+    static let serials = Atomic<UInt64>(0)
+
     /// A bug planted by a test, to show that its check catches it; `_ContentionFault` raw values.
     static let _fault = Atomic<Int>(0)
 
@@ -253,6 +271,60 @@ enum _Contention {
         table.add(key, nanoseconds: Int(truncatingIfNeeded: nanoseconds), stripe: stripe, names: names)
     }
 
+    /// The slot that a wait with `key` would be added to, found (or claimed) in the calling
+    /// thread's stripe while the wait goes on, so that nothing is left to look up once the state
+    /// is held. Nil if no profile runs, the profile samples (whether a wait is sampled is decided
+    /// when it is added), or the stripe is full.
+    static func slot(for key: _ContentionKey, names: () -> _ContentionNames) -> _FoundSlot? {
+        guard active.load(ordering: .sequentiallyConsistent) != nil else { return nil }
+        let stripe = Int(_CurrentThread().index) % stripeCount
+        let recording = self.recording[stripe]
+        recording.value.add(1, ordering: .sequentiallyConsistent)
+        defer { recording.value.subtract(1, ordering: .releasing) }
+        guard let table = active.load(ordering: .sequentiallyConsistent)?.takeUnretainedValue(),
+            table.sampleEvery == 1, let slot = table.stripes[stripe].slot(for: key, names: names)
+        else { return nil }
+        return _FoundSlot(serial: table.serial, slot: Unmanaged.passUnretained(slot), stripe: stripe)
+    }
+
+    /// Keeps a wait of `nanoseconds` for `found`'s slot in the calling thread's place, to be added
+    /// at the thread's next wait or when the profile stops: a few stores, for a wait that ended
+    /// with the state held. False if the place is taken; then add it now (`add(_:to:)`).
+    static func keep(_ nanoseconds: UInt64, for found: _FoundSlot) -> Bool {
+        exclusion_keep_wait(
+            _CurrentThread().index, found.serial, UInt(bitPattern: found.slot.toOpaque()), nanoseconds) != 0
+    }
+
+    /// Adds a wait of `nanoseconds` to `found`'s slot now, unless the profile it belongs to has
+    /// stopped meanwhile: then the slot may be gone with its table.
+    static func add(_ nanoseconds: UInt64, to found: _FoundSlot) {
+        let recording = self.recording[found.stripe]
+        recording.value.add(1, ordering: .sequentiallyConsistent)
+        defer { recording.value.subtract(1, ordering: .releasing) }
+        guard active.load(ordering: .sequentiallyConsistent)?.takeUnretainedValue().serial == found.serial else {
+            return
+        }
+        found.slot.takeUnretainedValue().add(Int(truncatingIfNeeded: nanoseconds))
+    }
+
+    /// Adds the wait the calling thread kept (`keep`), if it kept one, to its slot; dropped if
+    /// the profile it was kept for has stopped.
+    static func addKeptWait() {
+        let thread = _CurrentThread().index
+        guard exclusion_has_kept_wait(thread, thread) != 0 else { return }
+        var serial: UInt64 = 0
+        var slot: UInt = 0
+        var nanoseconds: UInt64 = 0
+        guard exclusion_take_kept_wait(thread, thread, &serial, &slot, &nanoseconds) != 0,
+            let pointer = UnsafeRawPointer(bitPattern: slot)
+        else { return }
+        let recording = self.recording[Int(thread) % stripeCount]
+        recording.value.add(1, ordering: .sequentiallyConsistent)
+        defer { recording.value.subtract(1, ordering: .releasing) }
+        guard active.load(ordering: .sequentiallyConsistent)?.takeUnretainedValue().serial == serial else { return }
+        Unmanaged<_ContentionSlot>.fromOpaque(pointer).takeUnretainedValue().add(Int(truncatingIfNeeded: nanoseconds))
+    }
+
     /// Makes `table` the running profile's; false if another profile runs.
     static func start(_ table: _ContentionTable) -> Bool {
         active.compareExchange(
@@ -267,7 +339,29 @@ enum _Contention {
         for count in recording {
             while count.value.load(ordering: .acquiring) != 0 { sched_yield() }
         }
+        // The waits threads kept for this table and haven't added yet. (One being kept right now
+        // is missed, as is one that ends now.)
+        guard fault != .keptWaitsLeftAtStop else { return }
+        for place in 0..<UInt32(EXCLUSION_KEPT_WAITS) {
+            var serial: UInt64 = 0
+            var slot: UInt = 0
+            var nanoseconds: UInt64 = 0
+            guard exclusion_take_kept_wait(place, 0, &serial, &slot, &nanoseconds) != 0, serial == table.serial,
+                let pointer = UnsafeRawPointer(bitPattern: slot)
+            else { continue }
+            Unmanaged<_ContentionSlot>.fromOpaque(pointer).takeUnretainedValue().add(
+                Int(truncatingIfNeeded: nanoseconds))
+        }
     }
+}
+
+/// A slot of the running profile's table, found while a wait went on: the table's serial number,
+/// the slot (which lives as long as its table), and the stripe whose count of recordings under
+/// way covers adding to it.
+struct _FoundSlot {
+    let serial: UInt64
+    let slot: Unmanaged<_ContentionSlot>
+    let stripe: Int
 }
 
 /// The bugs a test can plant in the recording (`_Contention._fault`), each one its checks must
@@ -285,4 +379,6 @@ enum _ContentionFault: Int {
     case conditionAsContention = 3
     /// Waits that ended while the waiter spun not recorded.
     case spunWaitsLost = 5
+    /// Waits kept by threads (`_Contention.keep`) not added when the profile stops.
+    case keptWaitsLeftAtStop = 6
 }

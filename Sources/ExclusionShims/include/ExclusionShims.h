@@ -137,6 +137,70 @@ static inline int exclusion_backoff_spin_hints(exclusion_backoff *backoff, uint3
 /// `EXCLUSION_BACKOFF_LONGEST_SLEEP_NS`.
 void exclusion_backoff_wait(exclusion_backoff *backoff);
 
+// MARK: - Waits kept for a contention profile
+
+/// How many places there are to keep a short wait until it is added to a contention profile's
+/// table: one per thread index, modulo this.
+#define EXCLUSION_KEPT_WAITS 256
+
+/// A place for one wait: its profile's table (a serial number), the table's slot it goes to, and
+/// how long it lasted.
+typedef struct {
+    /// 0 when empty; the keeping thread's index (non-zero) when a wait is kept; BUSY while a
+    /// thread writes or takes one.
+    uint32_t state;
+    uint32_t unused;
+    uint64_t table;
+    uintptr_t slot;
+    uint64_t nanoseconds;
+} __attribute__((aligned(64))) exclusion_kept_wait;
+
+#define EXCLUSION_KEPT_WAIT_BUSY 0xFFFFFFFFu
+
+extern exclusion_kept_wait exclusion_kept_waits[EXCLUSION_KEPT_WAITS];
+
+/// Keeps a wait in the place of the thread with index `thread`: 1 if kept, 0 if the place is
+/// taken (another thread's wait is kept there, or one is being taken).
+static inline int exclusion_keep_wait(uint32_t thread, uint64_t table, uintptr_t slot, uint64_t nanoseconds) {
+    exclusion_kept_wait *kept = &exclusion_kept_waits[thread % EXCLUSION_KEPT_WAITS];
+    uint32_t empty = 0;
+    if (!__atomic_compare_exchange_n(
+            &kept->state, &empty, EXCLUSION_KEPT_WAIT_BUSY, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        return 0;
+    }
+    kept->table = table;
+    kept->slot = slot;
+    kept->nanoseconds = nanoseconds;
+    __atomic_store_n(&kept->state, thread, __ATOMIC_RELEASE);
+    return 1;
+}
+
+/// Whether a wait kept by the thread with index `thread` (0: by any thread) is in `place`; cheap,
+/// for a thread to look at its own place before it takes from it.
+static inline int exclusion_has_kept_wait(uint32_t place, uint32_t thread) {
+    uint32_t state = __atomic_load_n(&exclusion_kept_waits[place % EXCLUSION_KEPT_WAITS].state, __ATOMIC_RELAXED);
+    return thread == 0 ? state != 0 && state != EXCLUSION_KEPT_WAIT_BUSY : state == thread;
+}
+
+/// Takes the wait kept in `place` by the thread with index `thread` (0: by any thread), if there is
+/// one, leaving the place empty: 1 and its fields, or 0.
+static inline int exclusion_take_kept_wait(
+    uint32_t place, uint32_t thread, uint64_t *table, uintptr_t *slot, uint64_t *nanoseconds
+) {
+    exclusion_kept_wait *kept = &exclusion_kept_waits[place % EXCLUSION_KEPT_WAITS];
+    uint32_t state = __atomic_load_n(&kept->state, __ATOMIC_RELAXED);
+    if (state == 0 || state == EXCLUSION_KEPT_WAIT_BUSY || (thread != 0 && state != thread)
+        || !__atomic_compare_exchange_n(
+            &kept->state, &state, EXCLUSION_KEPT_WAIT_BUSY, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        return 0;
+    }
+    *table = kept->table;
+    *slot = kept->slot;
+    *nanoseconds = kept->nanoseconds;
+    __atomic_store_n(&kept->state, 0, __ATOMIC_RELEASE);
+    return 1;
+}
+
 // MARK: - Time
 
 /// Nanoseconds on the monotonic clock (`CLOCK_MONOTONIC`): what every deadline in Exclusion is
