@@ -148,15 +148,6 @@ void exclusion_lock_wait(exclusion_lock *lock) {
     (void)wait_until(lock, 0, NULL, 1);
 }
 
-uint64_t exclusion_lock_lock_timed(exclusion_lock *lock, uint64_t started) {
-    if (exclusion_lock_try(lock)) {
-        return started;
-    }
-    uint64_t took_at = started;
-    (void)wait_until(lock, 0, &took_at, 1);
-    return took_at;
-}
-
 uint64_t exclusion_lock_spin_timed(exclusion_lock *lock) {
     uint64_t took_at = 0;
     return spin(lock, &took_at) ? took_at : 0;

@@ -93,14 +93,18 @@ struct LockTests {
     @Test func aTimedLockSaysWhenItTookTheLock() async {
         let lock = _Lock()
         defer { lock.destroy() }
-        // Free: taken at once, and the wait ends where it began.
-        #expect(lock.lockTimed(since: 42) == 42)
+        // Free: the spin takes it at once, at a time read before it returned.
+        let before = _Contention.now()
+        let spun = lock.spinTimed()
+        let after = _Contention.now()
+        #expect(spun.map { before <= $0 && $0 <= after } == true)
         let released = Atomic<UInt64>(0)
         let result = Recorder<(start: UInt64, took: UInt64, returned: UInt64)>()
         let finished = Countdown(1)
         onNewThread {
             let start = _Contention.now()
-            let took = lock.lockTimed(since: start)
+            // Held by the test: the spin ends without it, and the sleep takes it once released.
+            let took = lock.spinTimed() ?? lock.lockTimed(afterSpinningSince: start)
             let returned = _Contention.now()
             lock.unlock()
             result.record((start, took, returned))

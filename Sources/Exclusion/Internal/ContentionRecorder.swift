@@ -252,7 +252,7 @@ enum _Contention {
     /// Whether a profile runs; a hint, read without ordering.
     @usableFromInline static var isOn: Bool { active.load(ordering: .relaxed) != nil }
 
-    /// Monotonic nanoseconds: the clock the lock's timed wait reads (`exclusion_lock_lock_timed`).
+    /// Monotonic nanoseconds: the clock the lock's timed wait reads (`exclusion_lock_spin_timed`, `exclusion_lock_sleep_timed`).
     @usableFromInline static func now() -> UInt64 { exclusion_monotonic_now() }
 
     /// Adds a wait of `nanoseconds` to the running profile, if one runs and samples it, in the

@@ -17,14 +17,13 @@ protocol _EngineLock: Sendable {
     func destroy()
 
     func lockExclusive()
-    /// `lockExclusive` for a wait that began at `start`, returning when it ended on the monotonic
-    /// clock (`_Contention.now`), read outside the lock where the lock allows; for the contention
-    /// profile.
-    func lockExclusiveTimed(since start: UInt64) -> UInt64
-    /// The first part of `lockExclusiveTimed`'s wait, the spin: when it took the lock, or nil if
+    /// The first part of a timed exclusive wait, for the contention profile, the spin: when it
+    /// took the lock on the monotonic clock (`_Contention.now`), read outside the lock, or nil if
     /// the spin ended first (at once, for a lock that doesn't spin before it sleeps).
     func spinExclusiveTimed() -> UInt64?
-    /// The rest of `lockExclusiveTimed`'s wait, after `spinExclusiveTimed` returned nil.
+    /// The rest of the wait, after `spinExclusiveTimed` returned nil: takes the lock as long as it
+    /// takes, and returns when it got it, read outside the lock where the lock allows, given that
+    /// the wait began at `start`.
     func lockExclusiveTimed(afterSpinningSince start: UInt64) -> UInt64
     func tryLockExclusive() -> Bool
     /// What `lockExclusive` does if nobody else holds the lock, and false, holding nothing, if
@@ -56,7 +55,6 @@ extension _Lock: _EngineLock {
     @usableFromInline static func describe(_ mode: _CurrentThread.Mode) -> String { "an access" }
 
     @inlinable func lockExclusive() { lock() }
-    @usableFromInline func lockExclusiveTimed(since start: UInt64) -> UInt64 { lockTimed(since: start) }
     @usableFromInline func spinExclusiveTimed() -> UInt64? { spinTimed() }
     @usableFromInline func lockExclusiveTimed(afterSpinningSince start: UInt64) -> UInt64 {
         lockTimed(afterSpinningSince: start)
@@ -91,16 +89,13 @@ extension _ReadersWriterLock: _EngineLock {
 
     @inlinable func lockSharedQuickly(thread: UInt32) -> SharedTicket? { _tryFastShared(thread: thread) }
 
-    /// Read once the lock is held: the underlying lock has no way to time its own wait.
-    @usableFromInline func lockExclusiveTimed(since start: UInt64) -> UInt64 {
-        lockExclusive()
-        return _Contention.now()
-    }
-
     /// No spin of its own to time: every wait is the whole wait.
     @usableFromInline func spinExclusiveTimed() -> UInt64? { nil }
+
+    /// Read once the lock is held: the underlying lock has no way to time its own wait.
     @usableFromInline func lockExclusiveTimed(afterSpinningSince start: UInt64) -> UInt64 {
-        lockExclusiveTimed(since: start)
+        lockExclusive()
+        return _Contention.now()
     }
 
     /// Nothing to do: the lock frees itself when the engine lets go of it.

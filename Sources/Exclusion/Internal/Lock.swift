@@ -71,22 +71,10 @@ struct _Lock: @unchecked Sendable {
         #endif
     }
 
-    /// Takes the lock, waiting as long as it takes, and returns when it got it on the monotonic
-    /// clock, given that the wait began at `start`. On Linux the clock is read before each look at
-    /// the lock, not once it is held, so that timing a wait doesn't lengthen the hold that the next
-    /// waiter waits out.
-    @usableFromInline
-    func lockTimed(since start: UInt64) -> UInt64 {
-        #if os(Linux) && !canImport(Darwin)
-        return exclusion_lock_lock_timed(_handle, start)
-        #else
-        lock()
-        return _Contention.now()
-        #endif
-    }
-
-    /// The spin that `lockTimed` starts with: when it took the lock, read as `lockTimed` reads it;
-    /// nil if the spin ended first, and always where the platform's lock spins out of sight.
+    /// The spin that a timed wait starts with: when it took the lock on the monotonic clock, read
+    /// before the look that took it, so that timing a wait doesn't lengthen the hold that the next
+    /// waiter waits out; nil if the spin ended first, and always where the platform's lock spins
+    /// out of sight.
     @usableFromInline
     func spinTimed() -> UInt64? {
         #if os(Linux) && !canImport(Darwin)
@@ -97,13 +85,16 @@ struct _Lock: @unchecked Sendable {
         #endif
     }
 
-    /// The rest of `lockTimed`'s wait, once `spinTimed` returned nil.
+    /// The rest of a timed wait, once `spinTimed` returned nil: takes the lock, waiting as long as
+    /// it takes, and returns when it got it on the monotonic clock, given that the wait began at
+    /// `start`. On Linux the clock is read before each look at the lock, not once it is held.
     @usableFromInline
     func lockTimed(afterSpinningSince start: UInt64) -> UInt64 {
         #if os(Linux) && !canImport(Darwin)
         return exclusion_lock_sleep_timed(_handle, start)
         #else
-        return lockTimed(since: start)
+        lock()
+        return _Contention.now()
         #endif
     }
 

@@ -74,18 +74,15 @@ void exclusion_lock_init(exclusion_lock *lock);
 /// Waits for `lock` and takes it: the slow half of `exclusion_lock_lock`.
 void exclusion_lock_wait(exclusion_lock *lock);
 
-/// Takes `lock`, waiting for it as long as it takes, and returns when it got it on the monotonic
-/// clock (`exclusion_monotonic_now`), given that the wait began at `started`: the clock is read
-/// before each look at the lock, so that a contention profile can time a wait without reading the
-/// clock while it holds the lock.
-uint64_t exclusion_lock_lock_timed(exclusion_lock *lock, uint64_t started);
-
-/// The first part of `exclusion_lock_lock_timed`'s wait: the spin. Returns when it took `lock` on
-/// the monotonic clock, read before each look; 0 if the spin ended without it.
+/// The first part of a timed wait for `lock`, for a contention profile: the spin. Returns when it
+/// took `lock` on the monotonic clock (`exclusion_monotonic_now`), read before each look, so that
+/// a profile can time a wait without reading the clock while it holds the lock; 0 if the spin
+/// ended without it.
 uint64_t exclusion_lock_spin_timed(exclusion_lock *lock);
 
-/// The rest of `exclusion_lock_lock_timed`'s wait, after `exclusion_lock_spin_timed` came back
-/// empty-handed: one more look, then sleeps until it holds `lock`. Returns when it got it.
+/// The rest of a timed wait, after `exclusion_lock_spin_timed` came back empty-handed: one more
+/// look, then sleeps until it holds `lock`, reading the clock before each look. Returns when it got
+/// it, given that the wait began at `started`.
 uint64_t exclusion_lock_sleep_timed(exclusion_lock *lock, uint64_t started);
 
 /// Waits for `lock` until `deadline` (`exclusion_monotonic_now` nanoseconds) at the latest and
