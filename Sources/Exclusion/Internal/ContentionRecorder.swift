@@ -252,23 +252,33 @@ enum _Contention {
     /// Whether a profile runs; a hint, read without ordering.
     @usableFromInline static var isOn: Bool { active.load(ordering: .relaxed) != nil }
 
-    /// Monotonic nanoseconds: the clock the lock's timed wait reads (`exclusion_lock_spin_timed`, `exclusion_lock_sleep_timed`).
+    /// Monotonic nanoseconds: the clock the lock's timed wait reads (`exclusion_lock_spin_timed`,
+    /// `exclusion_lock_sleep_timed`).
     @usableFromInline static func now() -> UInt64 { exclusion_monotonic_now() }
+
+    /// Runs `body` with the running profile's table, counted in `stripe`'s recordings under way so
+    /// that `stop` waits for it to finish; nil if no profile runs.
+    ///
+    /// Only a recorder that saw a profile running counts itself, and it looks again after counting
+    /// itself: once `stop` has cleared `active`, no new recorder counts itself, so `stop` waits
+    /// only for the few already inside, however many threads keep waiting.
+    @inline(__always)
+    private static func recording<Result>(in stripe: Int, _ body: (_ContentionTable) -> Result) -> Result? {
+        guard active.load(ordering: .sequentiallyConsistent) != nil else { return nil }
+        let count = recording[stripe]
+        count.value.add(1, ordering: .sequentiallyConsistent)
+        defer { count.value.subtract(1, ordering: .releasing) }
+        guard let table = active.load(ordering: .sequentiallyConsistent)?.takeUnretainedValue() else { return nil }
+        return body(table)
+    }
 
     /// Adds a wait of `nanoseconds` to the running profile, if one runs and samples it, in the
     /// calling thread's stripe.
-    ///
-    /// Only a recorder that saw a profile running counts itself in `recording`, and it looks again
-    /// after counting itself: once `stop` has cleared `active`, no new recorder counts itself, so
-    /// `stop` waits only for the few already inside, however many threads keep waiting.
     static func record(_ key: _ContentionKey, nanoseconds: UInt64, names: () -> _ContentionNames) {
-        guard active.load(ordering: .sequentiallyConsistent) != nil else { return }
         let stripe = Int(_CurrentThread().index) % stripeCount
-        let recording = self.recording[stripe]
-        recording.value.add(1, ordering: .sequentiallyConsistent)
-        defer { recording.value.subtract(1, ordering: .releasing) }
-        guard let table = active.load(ordering: .sequentiallyConsistent)?.takeUnretainedValue() else { return }
-        table.add(key, nanoseconds: Int(truncatingIfNeeded: nanoseconds), stripe: stripe, names: names)
+        recording(in: stripe) { table in
+            table.add(key, nanoseconds: Int(truncatingIfNeeded: nanoseconds), stripe: stripe, names: names)
+        }
     }
 
     /// The slot that a wait with `key` would be added to, found (or claimed) in the calling
@@ -276,15 +286,13 @@ enum _Contention {
     /// is held. Nil if no profile runs, the profile samples (whether a wait is sampled is decided
     /// when it is added), or the stripe is full.
     static func slot(for key: _ContentionKey, names: () -> _ContentionNames) -> _FoundSlot? {
-        guard active.load(ordering: .sequentiallyConsistent) != nil else { return nil }
         let stripe = Int(_CurrentThread().index) % stripeCount
-        let recording = self.recording[stripe]
-        recording.value.add(1, ordering: .sequentiallyConsistent)
-        defer { recording.value.subtract(1, ordering: .releasing) }
-        guard let table = active.load(ordering: .sequentiallyConsistent)?.takeUnretainedValue(),
-            table.sampleEvery == 1, let slot = table.stripes[stripe].slot(for: key, names: names)
-        else { return nil }
-        return _FoundSlot(serial: table.serial, slot: Unmanaged.passUnretained(slot), stripe: stripe)
+        return recording(in: stripe) { table in
+            guard table.sampleEvery == 1, let slot = table.stripes[stripe].slot(for: key, names: names) else {
+                return nil
+            }
+            return _FoundSlot(serial: table.serial, slot: Unmanaged.passUnretained(slot), stripe: stripe)
+        } ?? nil
     }
 
     /// Keeps a wait of `nanoseconds` for `found`'s slot in the calling thread's place, to be added
@@ -298,13 +306,11 @@ enum _Contention {
     /// Adds a wait of `nanoseconds` to `found`'s slot now, unless the profile it belongs to has
     /// stopped meanwhile: then the slot may be gone with its table.
     static func add(_ nanoseconds: UInt64, to found: _FoundSlot) {
-        let recording = self.recording[found.stripe]
-        recording.value.add(1, ordering: .sequentiallyConsistent)
-        defer { recording.value.subtract(1, ordering: .releasing) }
-        guard active.load(ordering: .sequentiallyConsistent)?.takeUnretainedValue().serial == found.serial else {
-            return
+        recording(in: found.stripe) { table in
+            if table.serial == found.serial {
+                found.slot.takeUnretainedValue().add(Int(truncatingIfNeeded: nanoseconds))
+            }
         }
-        found.slot.takeUnretainedValue().add(Int(truncatingIfNeeded: nanoseconds))
     }
 
     /// Adds the wait the calling thread kept (`keep`), if it kept one, to its slot; dropped if
@@ -312,16 +318,21 @@ enum _Contention {
     static func addKeptWait() {
         let thread = _CurrentThread().index
         guard exclusion_has_kept_wait(thread, thread) != 0 else { return }
+        recording(in: Int(thread) % stripeCount) { table in
+            addKeptWait(at: thread, by: thread, to: table)
+        }
+    }
+
+    /// Takes the wait kept in `place` (by the thread with index `thread`, or by any thread if 0),
+    /// if there is one, and adds it to `table`'s slot if it was kept for `table`; dropped if not.
+    /// Call while `table` can't go away: counted as recording into it, or from its `stop`.
+    private static func addKeptWait(at place: UInt32, by thread: UInt32, to table: _ContentionTable) {
         var serial: UInt64 = 0
         var slot: UInt = 0
         var nanoseconds: UInt64 = 0
-        guard exclusion_take_kept_wait(thread, thread, &serial, &slot, &nanoseconds) != 0,
+        guard exclusion_take_kept_wait(place, thread, &serial, &slot, &nanoseconds) != 0, serial == table.serial,
             let pointer = UnsafeRawPointer(bitPattern: slot)
         else { return }
-        let recording = self.recording[Int(thread) % stripeCount]
-        recording.value.add(1, ordering: .sequentiallyConsistent)
-        defer { recording.value.subtract(1, ordering: .releasing) }
-        guard active.load(ordering: .sequentiallyConsistent)?.takeUnretainedValue().serial == serial else { return }
         Unmanaged<_ContentionSlot>.fromOpaque(pointer).takeUnretainedValue().add(Int(truncatingIfNeeded: nanoseconds))
     }
 
@@ -343,14 +354,7 @@ enum _Contention {
         // is missed, as is one that ends now.)
         guard fault != .keptWaitsLeftAtStop else { return }
         for place in 0..<UInt32(EXCLUSION_KEPT_WAITS) {
-            var serial: UInt64 = 0
-            var slot: UInt = 0
-            var nanoseconds: UInt64 = 0
-            guard exclusion_take_kept_wait(place, 0, &serial, &slot, &nanoseconds) != 0, serial == table.serial,
-                let pointer = UnsafeRawPointer(bitPattern: slot)
-            else { continue }
-            Unmanaged<_ContentionSlot>.fromOpaque(pointer).takeUnretainedValue().add(
-                Int(truncatingIfNeeded: nanoseconds))
+            addKeptWait(at: place, by: 0, to: table)
         }
     }
 }
