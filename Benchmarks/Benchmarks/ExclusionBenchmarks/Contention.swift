@@ -42,23 +42,7 @@ func contentionBenchmarks() {
             let outside = Int(Double(workload.outside) * rounds)
             let name = "\(threads) threads, \(workload.name)"
             Benchmark("contention: Exclusive.access, \(name)", configuration: contentionMatrix) { benchmark in
-                let counter = Exclusive(0)
-                let longest = LongestWait()
-                benchmark.startMeasurement()
-                onThreads(threads) { _ in
-                    var mine: UInt64 = 0
-                    for _ in 0..<10_000 / threads {
-                        let asked = benchmark_ticks()
-                        counter.access { value in
-                            mine = max(mine, benchmark_ticks() &- asked)
-                            value = busyWork(inside, value)
-                        }
-                        blackHole(busyWork(outside, 1))
-                    }
-                    longest.record(mine)
-                }
-                benchmark.stopMeasurement()
-                benchmark.measurement(longestWait, longest.microseconds)
+                contendedAccesses(benchmark, threads: threads, inside: inside, outside: outside)
             }
             Benchmark("contention: peer: pthread_mutex_t, \(name)", configuration: contentionMatrix) { benchmark in
                 let counter = PthreadMutexCounter()
@@ -81,6 +65,36 @@ func contentionBenchmarks() {
             }
         }
     }
+}
+
+/// One iteration of an `Exclusive.access` cell of the matrix, measured from the threads' start
+/// until the last one is done.
+func contendedAccesses(_ benchmark: Benchmark, threads: Int, inside: Int, outside: Int) {
+    benchmark.startMeasurement()
+    let longest = contendedRound(threads: threads, inside: inside, outside: outside)
+    benchmark.stopMeasurement()
+    benchmark.measurement(longestWait, longest.microseconds)
+}
+
+/// `threads` threads share 10,000 accesses to a new counter, holding it for `inside` rounds of
+/// `busyWork` and doing `outside` rounds between accesses; returns once the last one is done.
+@discardableResult
+func contendedRound(threads: Int, inside: Int, outside: Int) -> LongestWait {
+    let counter = Exclusive(0)
+    let longest = LongestWait()
+    onThreads(threads) { _ in
+        var mine: UInt64 = 0
+        for _ in 0..<10_000 / threads {
+            let asked = benchmark_ticks()
+            counter.access { value in
+                mine = max(mine, benchmark_ticks() &- asked)
+                value = busyWork(inside, value)
+            }
+            blackHole(busyWork(outside, 1))
+        }
+        longest.record(mine)
+    }
+    return longest
 }
 
 /// The longest wait any thread saw, in ticks.

@@ -1,5 +1,6 @@
 import Benchmark
 import Exclusion
+import Synchronization
 
 // The cost of a contention profile: the same accesses as "Exclusive.access", "Exclusive.access,
 // 2 threads" and two cells of the contention matrix, with `ContentionProfile.start(sampling: .all)`
@@ -28,21 +29,47 @@ func profilingBenchmarks() {
     for (threads, workload) in [(4, contentionWorkloads[1]), (8, contentionWorkloads[0])] {
         let inside = Int(Double(workload.inside) * rounds)
         let outside = Int(Double(workload.outside) * rounds)
+        let iterations = IterationCount()
         Benchmark(
             "contention: Exclusive.access, \(threads) threads, \(workload.name), profiled",
-            configuration: contentionMatrix
+            configuration: pairedContention
         ) { benchmark in
-            let counter = Exclusive(0)
+            // The same cell without a profile, run right before or right after (in turn), so that
+            // both halves of the ratio see the same state of the machine.
+            let twinFirst = iterations.next().isMultiple(of: 2)
+            var twin: Duration = .zero
+            if twinFirst { twin = timed { contendedRound(threads: threads, inside: inside, outside: outside) } }
             let profile = ContentionProfile.start(sampling: .all)
-            benchmark.startMeasurement()
-            onThreads(threads) { _ in
-                for _ in 0..<10_000 / threads {
-                    counter.access { value in value = busyWork(inside, value) }
-                    blackHole(busyWork(outside, 1))
-                }
-            }
-            benchmark.stopMeasurement()
+            let profiled = timed { contendedAccesses(benchmark, threads: threads, inside: inside, outside: outside) }
             blackHole(profile.stop())
+            if !twinFirst { twin = timed { contendedRound(threads: threads, inside: inside, outside: outside) } }
+            benchmark.measurement(overTwin, Int((profiled / twin * 100).rounded()))
         }
     }
+}
+
+/// The profiled contention cells: the matrix's metrics, and the profiled time over the same
+/// iteration's unprofiled twin.
+var pairedContention: Benchmark.Configuration {
+    var configuration = contentionMatrix
+    configuration.metrics.append(overTwin)
+    return configuration
+}
+
+/// A profiled iteration's time as a percentage of its unprofiled twin's, run back to back with it.
+/// Two separately measured rows of identical code differed by up to 40 % in one run on two vCPUs
+/// (Benchmarks/README.md); a ratio within one iteration is what a 10 % target can be read from.
+let overTwin = BenchmarkMetric.custom(
+    "Profiled over unprofiled twin (%)", polarity: .prefersSmaller, useScalingFactor: false)
+
+/// How long `body` takes, on the continuous clock.
+func timed(_ body: () -> Void) -> Duration {
+    ContinuousClock().measure(body)
+}
+
+/// Counts a benchmark's iterations, to alternate what runs first.
+final class IterationCount: Sendable {
+    private let count = Atomic<Int>(0)
+
+    func next() -> Int { count.add(1, ordering: .relaxed).oldValue }
 }
