@@ -7,7 +7,7 @@ _Thread_local exclusion_thread_record exclusion_thread __attribute__((tls_model(
 
 static uint32_t next_thread_index = 0;
 
-exclusion_kept_wait exclusion_kept_waits[EXCLUSION_KEPT_WAITS];
+exclusion_short_waits exclusion_short_wait_places[EXCLUSION_SHORT_WAIT_PLACES];
 
 exclusion_thread_record *exclusion_current_thread_slow(void) {
     exclusion_thread_record *record = &exclusion_thread;

@@ -263,29 +263,52 @@ struct ContentionProfileTests {
     }
     #endif
 
-    /// Whether a wait a thread kept for later (as a short wait is kept with the state held) is in
-    /// the report of a profile stopped before the thread waited again.
-    private func keptWaitReachesTheReport() -> Bool {
-        _Contention.addKeptWait()  // nothing of an earlier test's left in this thread's place
+    /// Whether short waits a thread added up in its place (as short waits are, with the state held)
+    /// are in the report of a profile stopped before the thread waited again: counted, summed, and
+    /// the longest kept.
+    private func keptWaitsReachTheReport() -> Bool {
         let label = unique("kept")
         let box = Exclusive(0, label: label)
         let profile = ContentionProfile.start()
         let key = _ContentionKey(
             instance: ObjectIdentifier(box._engine), kind: .thread, waiter: _Site("File.swift", 3), holder: .spun)
-        let found = _Contention.slot(for: key) { _ContentionNames(label: label, type: "Exclusive<Int>") }
-        guard let found, _Contention.keep(1_000, for: found) else { return false }
+        guard
+            _Contention.prepareShortWaits(for: key, names: { _ContentionNames(label: label, type: "Exclusive<Int>") }),
+            _Contention.keepShortWait(1_000), _Contention.keepShortWait(3_000)
+        else { return false }
         let instance = profile.stop().instances.first { $0.label == label }
-        return instance?.contentions == 1 && instance?.totalWait == .microseconds(1)
-            && instance?.holders.first?.endedWhileSpinning == true
+        return instance?.contentions == 2 && instance?.totalWait == .microseconds(4)
+            && instance?.maxWait == .microseconds(3) && instance?.holders.first?.endedWhileSpinning == true
     }
 
-    @Test func aKeptWaitIsAddedWhenTheProfileStops() {
-        #expect(keptWaitReachesTheReport())
+    @Test func shortWaitsAddedUpAreAddedWhenTheProfileStops() {
+        #expect(keptWaitsReachTheReport())
     }
 
-    @Test func theCheckCatchesKeptWaitsLeftOutAtStop() async {
-        let reached = await withFault(.keptWaitsLeftAtStop) { keptWaitReachesTheReport() }
-        withKnownIssue("a kept wait not added when the profile stops") { #expect(reached) }
+    @Test func shortWaitsAtAnotherSiteSendTheSumSoFarToTheTable() {
+        let label = unique("two sites")
+        let box = Exclusive(0, label: label)
+        let names = { _ContentionNames(label: label, type: "Exclusive<Int>") }
+        let profile = ContentionProfile.start()
+        var kept: [Bool] = []
+        for (line, nanoseconds) in [(3, 1_000), (3, 2_000), (4, 5_000), (3, 7_000)] as [(UInt, UInt64)] {
+            let key = _ContentionKey(
+                instance: ObjectIdentifier(box._engine), kind: .thread, waiter: _Site("File.swift", line),
+                holder: .spun)
+            kept.append(_Contention.prepareShortWaits(for: key, names: names) && _Contention.keepShortWait(nanoseconds))
+        }
+        let instance = profile.stop().instances.first { $0.label == label }
+        #expect(kept == [true, true, true, true])
+        #expect(instance?.contentions == 4)
+        let waiters = Dictionary(uniqueKeysWithValues: (instance?.waiters ?? []).map { ($0.site?.line ?? 0, $0) })
+        #expect(waiters[3]?.count == 3 && waiters[3]?.wait == .microseconds(10), "\(String(describing: instance))")
+        #expect(waiters[4]?.count == 1 && waiters[4]?.wait == .microseconds(5))
+        #expect(instance?.maxWait == .microseconds(7))
+    }
+
+    @Test func theCheckCatchesShortWaitsLeftOutAtStop() async {
+        let reached = await withFault(.keptWaitsLeftAtStop) { keptWaitsReachTheReport() }
+        withKnownIssue("short waits added up not added when the profile stops") { #expect(reached) }
     }
 
     @Test func thePprofFileDecodesWithItsSampleTypesAndLabels() async throws {

@@ -99,9 +99,14 @@ final class _ContentionSlot: @unchecked Sendable {
 
     /// Adds one wait of `nanoseconds`.
     func add(_ nanoseconds: Int) {
-        count.add(1, ordering: .relaxed)
+        add(count: 1, nanoseconds: nanoseconds, longest: nanoseconds)
+    }
+
+    /// Adds `count` waits of `nanoseconds` in all, the longest `longest`.
+    func add(count: Int, nanoseconds: Int, longest: Int) {
+        self.count.add(count, ordering: .relaxed)
         self.nanoseconds.add(nanoseconds, ordering: .relaxed)
-        if nanoseconds > longest.load(ordering: .relaxed) { longest.max(nanoseconds, ordering: .relaxed) }
+        if longest > self.longest.load(ordering: .relaxed) { self.longest.max(longest, ordering: .relaxed) }
     }
 }
 
@@ -116,7 +121,8 @@ final class _ContentionTable: Sendable {
     let sampleEvery: Int
     let started: UInt64
     /// Tells this table apart from every other, even one at the same address after it is gone:
-    /// waits kept for it (`_Contention.keep`) say which table they are for by this number.
+    /// short waits added up for it (`_Contention.keepShortWait`) say which table they are for by
+    /// this number. Never 0.
     let serial = _Contention.serials.add(1, ordering: .relaxed).newValue
 
     /// `capacity` slots per stripe, each a distinct key one thread waited with: far more than a
@@ -199,7 +205,7 @@ final class _ContentionStripe: Sendable {
     }
 
     /// Every claimed slot whose key is written and that has a wait: a slot is claimed for short
-    /// waits before a wait is known to be one (`_Contention.slot(for:names:)`).
+    /// waits before a wait is known to be one (`_Contention.prepareShortWaits`).
     func entries() -> [(key: _ContentionKey, names: _ContentionNames, count: Int, nanoseconds: Int, longest: Int)] {
         slots.compactMap { slot in
             guard slot.ready.load(ordering: .acquiring), let key = slot.key, let names = slot.names,
@@ -243,6 +249,9 @@ enum _Contention {
 
     /// Serial numbers of tables (`_ContentionTable.serial`), the last one handed out.
     static let serials = Atomic<UInt64>(0)
+    /// The running profile's table's serial number, 0 if none: what a thread compares its place
+    /// with, without touching a table that may be gone.
+    static let activeSerial = Atomic<UInt64>(0)
 
     /// A bug planted by a test, to show that its check catches it; `_ContentionFault` raw values.
     static let _fault = Atomic<Int>(0)
@@ -281,91 +290,82 @@ enum _Contention {
         }
     }
 
-    /// The slot that a wait with `key` would be added to, found (or claimed) in the calling
-    /// thread's stripe while the wait goes on, so that nothing is left to look up once the state
-    /// is held. Nil if no profile runs, the profile samples (whether a wait is sampled is decided
-    /// when it is added), or the stripe is full.
-    static func slot(for key: _ContentionKey, names: () -> _ContentionNames) -> _FoundSlot? {
-        let stripe = Int(_CurrentThread().index) % stripeCount
+    /// Makes the calling thread's place add up its short waits for `key` (a thread's wait, with a
+    /// holder not asked) in the running profile's table: at once if it does already; otherwise
+    /// what the place held goes to its table first, and `key`'s slot is found (or claimed) now, while
+    /// the wait goes on, so that nothing is left to look up once the state is held. False if no
+    /// profile runs, the profile samples (whether a wait is sampled is decided when it is added),
+    /// the stripe is full, or another thread is busy with the place: then record the wait itself.
+    static func prepareShortWaits(for key: _ContentionKey, names: () -> _ContentionNames) -> Bool {
+        let serial = activeSerial.load(ordering: .relaxed)
+        guard serial != 0 else { return false }
+        let thread = _CurrentThread().index
+        let instance = UInt(bitPattern: key.instance)
+        if exclusion_short_waits_are_for(thread, serial, instance, key.waiter.start, UInt64(key.waiter.line)) != 0 {
+            return true
+        }
+        let stripe = Int(thread) % stripeCount
         return recording(in: stripe) { table in
             guard table.sampleEvery == 1, let slot = table.stripes[stripe].slot(for: key, names: names) else {
-                return nil
+                return false
             }
-            return _FoundSlot(serial: table.serial, slot: Unmanaged.passUnretained(slot), stripe: stripe)
-        } ?? nil
+            var before = exclusion_short_wait_sum()
+            guard
+                exclusion_short_waits_start(
+                    thread, table.serial, UInt(bitPattern: Unmanaged.passUnretained(slot).toOpaque()), instance,
+                    key.waiter.start, UInt64(key.waiter.line), &before) != 0
+            else { return false }
+            add(before, to: table)
+            return true
+        } ?? false
     }
 
-    /// Keeps a wait of `nanoseconds` for `found`'s slot in the calling thread's place, to be added
-    /// at the thread's next wait or when the profile stops: a few stores, for a wait that ended
-    /// with the state held. False if the place is taken; then add it now (`add(_:to:)`).
-    static func keep(_ nanoseconds: UInt64, for found: _FoundSlot) -> Bool {
-        exclusion_keep_wait(
-            _CurrentThread().index, found.serial, UInt(bitPattern: found.slot.toOpaque()), nanoseconds) != 0
+    /// Adds a short wait of `nanoseconds` in the calling thread's place, made ready for its key by
+    /// `prepareShortWaits`: a few stores, for a wait that ended with the state held. False if the
+    /// place was taken meanwhile (by a stopping profile, or another thread); then record it itself.
+    static func keepShortWait(_ nanoseconds: UInt64) -> Bool {
+        exclusion_short_waits_add(_CurrentThread().index, nanoseconds) != 0
     }
 
-    /// Adds a wait of `nanoseconds` to `found`'s slot now, unless the profile it belongs to has
-    /// stopped meanwhile: then the slot may be gone with its table.
-    static func add(_ nanoseconds: UInt64, to found: _FoundSlot) {
-        recording(in: found.stripe) { table in
-            if table.serial == found.serial {
-                found.slot.takeUnretainedValue().add(Int(truncatingIfNeeded: nanoseconds))
-            }
+    /// Adds what a place added up to `table`'s slot, if it was added up for `table`; dropped if not
+    /// (the profile it was for has stopped). Call while `table` can't go away: counted as
+    /// recording into it, or from its `stop`.
+    private static func add(_ sum: exclusion_short_wait_sum, to table: _ContentionTable) {
+        guard sum.table == table.serial, sum.count > 0, let pointer = UnsafeRawPointer(bitPattern: sum.slot) else {
+            return
         }
-    }
-
-    /// Adds the wait the calling thread kept (`keep`), if it kept one, to its slot; dropped if
-    /// the profile it was kept for has stopped.
-    static func addKeptWait() {
-        let thread = _CurrentThread().index
-        guard exclusion_has_kept_wait(thread, thread) != 0 else { return }
-        recording(in: Int(thread) % stripeCount) { table in
-            addKeptWait(at: thread, by: thread, to: table)
-        }
-    }
-
-    /// Takes the wait kept in `place` (by the thread with index `thread`, or by any thread if 0),
-    /// if there is one, and adds it to `table`'s slot if it was kept for `table`; dropped if not.
-    /// Call while `table` can't go away: counted as recording into it, or from its `stop`.
-    private static func addKeptWait(at place: UInt32, by thread: UInt32, to table: _ContentionTable) {
-        var serial: UInt64 = 0
-        var slot: UInt = 0
-        var nanoseconds: UInt64 = 0
-        guard exclusion_take_kept_wait(place, thread, &serial, &slot, &nanoseconds) != 0, serial == table.serial,
-            let pointer = UnsafeRawPointer(bitPattern: slot)
-        else { return }
-        Unmanaged<_ContentionSlot>.fromOpaque(pointer).takeUnretainedValue().add(Int(truncatingIfNeeded: nanoseconds))
+        Unmanaged<_ContentionSlot>.fromOpaque(pointer).takeUnretainedValue().add(
+            count: Int(truncatingIfNeeded: sum.count), nanoseconds: Int(truncatingIfNeeded: sum.nanoseconds),
+            longest: Int(truncatingIfNeeded: sum.longest))
     }
 
     /// Makes `table` the running profile's; false if another profile runs.
     static func start(_ table: _ContentionTable) -> Bool {
-        active.compareExchange(
-            expected: nil, desired: Unmanaged.passUnretained(table), ordering: .sequentiallyConsistent
-        ).exchanged
+        guard
+            active.compareExchange(
+                expected: nil, desired: Unmanaged.passUnretained(table), ordering: .sequentiallyConsistent
+            ).exchanged
+        else { return false }
+        activeSerial.store(table.serial, ordering: .relaxed)
+        return true
     }
 
     /// Ends `table`'s profile and waits until nothing records into it any more.
     static func stop(_ table: _ContentionTable) {
+        _ = activeSerial.compareExchange(expected: table.serial, desired: 0, ordering: .relaxed)
         _ = active.compareExchange(
             expected: Unmanaged.passUnretained(table), desired: nil, ordering: .sequentiallyConsistent)
         for count in recording {
             while count.value.load(ordering: .acquiring) != 0 { sched_yield() }
         }
-        // The waits threads kept for this table and haven't added yet. (One being kept right now
-        // is missed, as is one that ends now.)
+        // The short waits that threads added up in their places for this table. (One being added
+        // right now is missed, as is one that ends now.)
         guard fault != .keptWaitsLeftAtStop else { return }
-        for place in 0..<UInt32(EXCLUSION_KEPT_WAITS) {
-            addKeptWait(at: place, by: 0, to: table)
+        for place in 0..<UInt32(EXCLUSION_SHORT_WAIT_PLACES) {
+            var sum = exclusion_short_wait_sum()
+            if exclusion_short_waits_take(place, &sum) != 0 { add(sum, to: table) }
         }
     }
-}
-
-/// A slot of the running profile's table, found while a wait went on: the table's serial number,
-/// the slot (which lives as long as its table), and the stripe whose count of recordings under
-/// way covers adding to it.
-struct _FoundSlot {
-    let serial: UInt64
-    let slot: Unmanaged<_ContentionSlot>
-    let stripe: Int
 }
 
 /// The bugs a test can plant in the recording (`_Contention._fault`), each one its checks must
@@ -383,6 +383,7 @@ enum _ContentionFault: Int {
     case conditionAsContention = 3
     /// Waits that ended while the waiter spun not recorded.
     case spunWaitsLost = 5
-    /// Waits kept by threads (`_Contention.keep`) not added when the profile stops.
+    /// Short waits that threads added up in their places (`_Contention.keepShortWait`) not added
+    /// when the profile stops.
     case keptWaitsLeftAtStop = 6
 }

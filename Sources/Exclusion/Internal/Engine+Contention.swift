@@ -46,13 +46,12 @@ extension _Engine {
     func _profiledWaitSpins(at site: _Site) -> (start: UInt64, took: Bool) {
         let start = _Contention.now()
         _Signposts.waitBegins(label, at: site, id: start)
-        // While waiting anyway: find where a short wait goes, and add the one this thread kept.
-        let slot = _Contention.slot(
+        // While waiting anyway: make the thread's place ready to add a short wait up.
+        let prepared = _Contention.prepareShortWaits(
             for: _ContentionKey(instance: ObjectIdentifier(self), kind: .thread, waiter: site, holder: .spun)
         ) { _ContentionNames(label: label, type: _typeName) }
-        _Contention.addKeptWait()
         if let end = _lock.spinExclusiveTimed() {
-            _shortWaitEnded(at: site, from: start, to: end, into: slot)
+            _shortWaitEnded(at: site, from: start, to: end, kept: prepared)
             return (start, true)
         }
         if _waitList.profiledWaiterArrives() { _Signposts.holdBegins(self, label) }
@@ -66,21 +65,26 @@ extension _Engine {
     /// while anyone waits, which for a lock that is handed back and forth costs more than all the
     /// rest of the recording. A wait this short holds up little, and is recorded as one.
     ///
-    /// With the state held, it is only kept, in the thread's own place, for `slot` (found while the
-    /// access waited): adding it to the table, a few atomic read-modify-writes, would lengthen the
-    /// hold, and so the next wait. It is added at the thread's next wait, or when the profile
-    /// stops. Without a slot (a sampling profile, a stripe full), it is recorded the long way.
-    func _shortWaitEnded(at site: _Site, from start: UInt64, to end: UInt64, into slot: _FoundSlot?) {
+    /// With the state held, it is only added up in the thread's own place, made ready while the
+    /// access waited (`prepared`): adding it to the table, a few atomic read-modify-writes, would
+    /// lengthen the hold, and so the next wait. Making the place ready is a few loads when the
+    /// thread's last short wait had the same instance and call site; only otherwise does the
+    /// waiter send the place's sum to the table and find the new key's slot. That matters even
+    /// though the waiter would only spin meanwhile: where threads outnumber processors, its work
+    /// takes processor time from the threads that have work to do. The sums go to the table when
+    /// the thread's waits move to another key, or when the profile stops. Without a place (a
+    /// sampling profile, a stripe full, the place taken), the wait is recorded the long way.
+    func _shortWaitEnded(at site: _Site, from start: UInt64, to end: UInt64, kept prepared: Bool) {
         _Signposts.waitEnds(.thread, id: start)
         // Cleared as any taker clears it: a waiter that arrives now may take over from this access
         // without its release noting a site, and must not find an older holder's.
         if _waitList._holder.start != 0 { _noteHolder(.none) }
         let fault = _Contention.fault
         if fault == .spunWaitsLost { return }
-        guard let slot, fault == .none || fault == .keptWaitsLeftAtStop else {
-            return _record(_PendingWait(kind: .thread, site: site, holder: .spun, start: start, waited: end &- start))
+        if prepared, fault == .none || fault == .keptWaitsLeftAtStop, _Contention.keepShortWait(end &- start) {
+            return
         }
-        if !_Contention.keep(end &- start, for: slot) { _Contention.add(end &- start, to: slot) }
+        _record(_PendingWait(kind: .thread, site: site, holder: .spun, start: start, waited: end &- start))
     }
 
     /// The wait that the last exclusive access took over with, if its recording is still to do;

@@ -137,67 +137,126 @@ static inline int exclusion_backoff_spin_hints(exclusion_backoff *backoff, uint3
 /// `EXCLUSION_BACKOFF_LONGEST_SLEEP_NS`.
 void exclusion_backoff_wait(exclusion_backoff *backoff);
 
-// MARK: - Waits kept for a contention profile
+// MARK: - Short waits kept for a contention profile
 
-/// How many places there are to keep a short wait until it is added to a contention profile's
-/// table: one per thread index, modulo this.
-#define EXCLUSION_KEPT_WAITS 256
+/// How many places there are where threads add up their short waits until the waits go to a
+/// contention profile's table: one per thread index, modulo this.
+#define EXCLUSION_SHORT_WAIT_PLACES 256
 
-/// A place for one wait: its profile's table (a serial number), the table's slot it goes to, and
-/// how long it lasted.
+/// A place where one thread adds up its short waits for one key (an instance and a call site) of
+/// one profile's table, each with a few stores to memory no other thread uses, while the waiter
+/// holds the state it waited for; the sums go to the table's slot when the key changes or the
+/// profile stops. Every field is read and written with atomic operations, ordered by `state`.
 typedef struct {
-    /// 0 when empty; the keeping thread's index (non-zero) when a wait is kept; BUSY while a
-    /// thread writes or takes one.
+    /// 0 when empty; the index of the thread that adds here (non-zero); BUSY while a thread
+    /// writes or reads the rest.
     uint32_t state;
     uint32_t unused;
+    /// The table (its serial number, never 0) and its slot that the sums go to.
     uint64_t table;
     uintptr_t slot;
+    /// The key: the instance's identity, and the waiter's call site (its file's address and line).
+    uintptr_t instance;
+    uintptr_t file;
+    uint64_t line;
+    /// The waits added up: how many, their nanoseconds, the longest.
+    uint64_t count;
     uint64_t nanoseconds;
-} __attribute__((aligned(64))) exclusion_kept_wait;
+    uint64_t longest;
+} __attribute__((aligned(128))) exclusion_short_waits;
 
-#define EXCLUSION_KEPT_WAIT_BUSY 0xFFFFFFFFu
+/// What a place added up, taken out of it.
+typedef struct {
+    uint64_t table;
+    uintptr_t slot;
+    uint64_t count;
+    uint64_t nanoseconds;
+    uint64_t longest;
+} exclusion_short_wait_sum;
 
-extern exclusion_kept_wait exclusion_kept_waits[EXCLUSION_KEPT_WAITS];
+#define EXCLUSION_SHORT_WAITS_BUSY 0xFFFFFFFFu
 
-/// Keeps a wait in the place of the thread with index `thread`: 1 if kept, 0 if the place is
-/// taken (another thread's wait is kept there, or one is being taken).
-static inline int exclusion_keep_wait(uint32_t thread, uint64_t table, uintptr_t slot, uint64_t nanoseconds) {
-    exclusion_kept_wait *kept = &exclusion_kept_waits[thread % EXCLUSION_KEPT_WAITS];
-    uint32_t empty = 0;
-    if (!__atomic_compare_exchange_n(
-            &kept->state, &empty, EXCLUSION_KEPT_WAIT_BUSY, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+extern exclusion_short_waits exclusion_short_wait_places[EXCLUSION_SHORT_WAIT_PLACES];
+
+/// Whether the place of the thread with index `thread` adds up its waits for this key of `table`:
+/// loads only, for the thread to look before it changes anything.
+static inline int exclusion_short_waits_are_for(
+    uint32_t thread, uint64_t table, uintptr_t instance, uintptr_t file, uint64_t line
+) {
+    exclusion_short_waits *place = &exclusion_short_wait_places[thread % EXCLUSION_SHORT_WAIT_PLACES];
+    return __atomic_load_n(&place->state, __ATOMIC_ACQUIRE) == thread
+        && __atomic_load_n(&place->table, __ATOMIC_RELAXED) == table
+        && __atomic_load_n(&place->instance, __ATOMIC_RELAXED) == instance
+        && __atomic_load_n(&place->file, __ATOMIC_RELAXED) == file
+        && __atomic_load_n(&place->line, __ATOMIC_RELAXED) == line;
+}
+
+/// Takes the place of the thread with index `thread` for it, whoever had it, to add up its waits
+/// for this key of `table` into `slot`, from none; what the place held before is stored in
+/// `before` (its `table` 0 if nothing). 0 if another thread is writing or reading the place.
+static inline int exclusion_short_waits_start(
+    uint32_t thread, uint64_t table, uintptr_t slot, uintptr_t instance, uintptr_t file, uint64_t line,
+    exclusion_short_wait_sum *before
+) {
+    exclusion_short_waits *place = &exclusion_short_wait_places[thread % EXCLUSION_SHORT_WAIT_PLACES];
+    uint32_t state = __atomic_load_n(&place->state, __ATOMIC_RELAXED);
+    if (state == EXCLUSION_SHORT_WAITS_BUSY
+        || !__atomic_compare_exchange_n(
+            &place->state, &state, EXCLUSION_SHORT_WAITS_BUSY, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
         return 0;
     }
-    kept->table = table;
-    kept->slot = slot;
-    kept->nanoseconds = nanoseconds;
-    __atomic_store_n(&kept->state, thread, __ATOMIC_RELEASE);
+    before->table = state == 0 ? 0 : __atomic_load_n(&place->table, __ATOMIC_RELAXED);
+    before->slot = __atomic_load_n(&place->slot, __ATOMIC_RELAXED);
+    before->count = __atomic_load_n(&place->count, __ATOMIC_RELAXED);
+    before->nanoseconds = __atomic_load_n(&place->nanoseconds, __ATOMIC_RELAXED);
+    before->longest = __atomic_load_n(&place->longest, __ATOMIC_RELAXED);
+    __atomic_store_n(&place->table, table, __ATOMIC_RELAXED);
+    __atomic_store_n(&place->slot, slot, __ATOMIC_RELAXED);
+    __atomic_store_n(&place->instance, instance, __ATOMIC_RELAXED);
+    __atomic_store_n(&place->file, file, __ATOMIC_RELAXED);
+    __atomic_store_n(&place->line, line, __ATOMIC_RELAXED);
+    __atomic_store_n(&place->count, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&place->nanoseconds, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&place->longest, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&place->state, thread, __ATOMIC_RELEASE);
     return 1;
 }
 
-/// Whether a wait kept by the thread with index `thread` (0: by any thread) is in `place`; cheap,
-/// for a thread to look at its own place before it takes from it.
-static inline int exclusion_has_kept_wait(uint32_t place, uint32_t thread) {
-    uint32_t state = __atomic_load_n(&exclusion_kept_waits[place % EXCLUSION_KEPT_WAITS].state, __ATOMIC_RELAXED);
-    return thread == 0 ? state != 0 && state != EXCLUSION_KEPT_WAIT_BUSY : state == thread;
-}
-
-/// Takes the wait kept in `place` by the thread with index `thread` (0: by any thread), if there is
-/// one, leaving the place empty: 1 and its fields, or 0.
-static inline int exclusion_take_kept_wait(
-    uint32_t place, uint32_t thread, uint64_t *table, uintptr_t *slot, uint64_t *nanoseconds
-) {
-    exclusion_kept_wait *kept = &exclusion_kept_waits[place % EXCLUSION_KEPT_WAITS];
-    uint32_t state = __atomic_load_n(&kept->state, __ATOMIC_RELAXED);
-    if (state == 0 || state == EXCLUSION_KEPT_WAIT_BUSY || (thread != 0 && state != thread)
-        || !__atomic_compare_exchange_n(
-            &kept->state, &state, EXCLUSION_KEPT_WAIT_BUSY, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+/// Adds a wait of `nanoseconds` in the place of the thread with index `thread`: 1 if added, 0 if
+/// the place is no longer the thread's (another thread or a stopping profile took it).
+static inline int exclusion_short_waits_add(uint32_t thread, uint64_t nanoseconds) {
+    exclusion_short_waits *place = &exclusion_short_wait_places[thread % EXCLUSION_SHORT_WAIT_PLACES];
+    uint32_t expected = thread;
+    if (!__atomic_compare_exchange_n(
+            &place->state, &expected, EXCLUSION_SHORT_WAITS_BUSY, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
         return 0;
     }
-    *table = kept->table;
-    *slot = kept->slot;
-    *nanoseconds = kept->nanoseconds;
-    __atomic_store_n(&kept->state, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&place->count, __atomic_load_n(&place->count, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(
+        &place->nanoseconds, __atomic_load_n(&place->nanoseconds, __ATOMIC_RELAXED) + nanoseconds, __ATOMIC_RELAXED);
+    if (nanoseconds > __atomic_load_n(&place->longest, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&place->longest, nanoseconds, __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&place->state, thread, __ATOMIC_RELEASE);
+    return 1;
+}
+
+/// Takes what `place` added up, whichever thread it was, and leaves it empty: 1 and the sums, or 0
+/// if it was empty or another thread was writing or reading it.
+static inline int exclusion_short_waits_take(uint32_t place_index, exclusion_short_wait_sum *sum) {
+    exclusion_short_waits *place = &exclusion_short_wait_places[place_index % EXCLUSION_SHORT_WAIT_PLACES];
+    uint32_t state = __atomic_load_n(&place->state, __ATOMIC_RELAXED);
+    if (state == 0 || state == EXCLUSION_SHORT_WAITS_BUSY
+        || !__atomic_compare_exchange_n(
+            &place->state, &state, EXCLUSION_SHORT_WAITS_BUSY, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        return 0;
+    }
+    sum->table = __atomic_load_n(&place->table, __ATOMIC_RELAXED);
+    sum->slot = __atomic_load_n(&place->slot, __ATOMIC_RELAXED);
+    sum->count = __atomic_load_n(&place->count, __ATOMIC_RELAXED);
+    sum->nanoseconds = __atomic_load_n(&place->nanoseconds, __ATOMIC_RELAXED);
+    sum->longest = __atomic_load_n(&place->longest, __ATOMIC_RELAXED);
+    __atomic_store_n(&place->state, 0, __ATOMIC_RELEASE);
     return 1;
 }
 
