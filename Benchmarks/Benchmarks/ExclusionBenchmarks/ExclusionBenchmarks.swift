@@ -69,10 +69,7 @@ let benchmarks: @Sendable () -> Void = {
     // MARK: - Two threads contending
 
     Benchmark("Exclusive.access, 2 threads", configuration: threaded) { benchmark in
-        let counter = Exclusive(0)
-        benchmark.startMeasurement()
-        let each = benchmark.scaledIterations.count * 1_000 / 2
-        onThreads(2) { _ in for _ in 0..<each { counter.access { $0 &+= 1 } } }
+        accessesOnTwoThreads(benchmark.scaledIterations.count * 1_000 / 2)
     }
     Benchmark("peer: NSLock, 2 threads", configuration: threaded) { benchmark in
         let counter = NSLockCounter()
@@ -219,4 +216,10 @@ let benchmarks: @Sendable () -> Void = {
 @inline(__always)
 func thousandTimes(_ body: () -> Void) {
     for _ in 0..<1_000 { body() }
+}
+
+/// Two threads increment one counter `each` times apiece.
+func accessesOnTwoThreads(_ each: Int) {
+    let counter = Exclusive(0)
+    onThreads(2) { _ in for _ in 0..<each { counter.access { $0 &+= 1 } } }
 }
