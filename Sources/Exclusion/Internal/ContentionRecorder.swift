@@ -358,12 +358,18 @@ enum _Contention {
         for count in recording {
             while count.value.load(ordering: .acquiring) != 0 { sched_yield() }
         }
-        // The short waits that threads added up in their places for this table. (One being added
-        // right now is missed, as is one that ends now.)
+        // The short waits that threads added up in their places for this table. A place a thread
+        // is adding to right now is waited for, not skipped: it holds every short wait that thread
+        // had at that site. (A wait that ends from now on is recorded the long way, and dropped.)
         guard fault != .keptWaitsLeftAtStop else { return }
         for place in 0..<UInt32(EXCLUSION_SHORT_WAIT_PLACES) {
             var sum = exclusion_short_wait_sum()
-            if exclusion_short_waits_take(place, &sum) != 0 { add(sum, to: table) }
+            var taken = exclusion_short_waits_take(place, table.serial, &sum)
+            while taken < 0 {
+                sched_yield()
+                taken = exclusion_short_waits_take(place, table.serial, &sum)
+            }
+            if taken > 0 { add(sum, to: table) }
         }
     }
 }

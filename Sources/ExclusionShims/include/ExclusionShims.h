@@ -241,17 +241,25 @@ static inline int exclusion_short_waits_add(uint32_t thread, uint64_t nanosecond
     return 1;
 }
 
-/// Takes what `place` added up, whichever thread it was, and leaves it empty: 1 and the sums, or 0
-/// if it was empty or another thread was writing or reading it.
-static inline int exclusion_short_waits_take(uint32_t place_index, exclusion_short_wait_sum *sum) {
+/// Takes what `place` added up for `table`, whichever thread it was, and leaves it empty: 1 and the
+/// sums; 0 if it is empty or adds up for another table; -1 if a thread is writing or reading it
+/// right now (for a few instructions, unless that thread was preempted): look again.
+static inline int exclusion_short_waits_take(uint32_t place_index, uint64_t table, exclusion_short_wait_sum *sum) {
     exclusion_short_waits *place = &exclusion_short_wait_places[place_index % EXCLUSION_SHORT_WAIT_PLACES];
     uint32_t state = __atomic_load_n(&place->state, __ATOMIC_RELAXED);
-    if (state == 0 || state == EXCLUSION_SHORT_WAITS_BUSY
-        || !__atomic_compare_exchange_n(
-            &place->state, &state, EXCLUSION_SHORT_WAITS_BUSY, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+    if (state == 0) {
         return 0;
     }
-    sum->table = __atomic_load_n(&place->table, __ATOMIC_RELAXED);
+    if (state == EXCLUSION_SHORT_WAITS_BUSY
+        || !__atomic_compare_exchange_n(
+            &place->state, &state, EXCLUSION_SHORT_WAITS_BUSY, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        return -1;
+    }
+    if (__atomic_load_n(&place->table, __ATOMIC_RELAXED) != table) {
+        __atomic_store_n(&place->state, state, __ATOMIC_RELEASE);
+        return 0;
+    }
+    sum->table = table;
     sum->slot = __atomic_load_n(&place->slot, __ATOMIC_RELAXED);
     sum->count = __atomic_load_n(&place->count, __ATOMIC_RELAXED);
     sum->nanoseconds = __atomic_load_n(&place->nanoseconds, __ATOMIC_RELAXED);
