@@ -46,10 +46,13 @@ extension _Engine {
     func _profiledWaitSpins(at site: _Site) -> (start: UInt64, took: Bool) {
         let start = _Contention.now()
         _Signposts.waitBegins(label, at: site, id: start)
-        // While waiting anyway: make the thread's place ready to add a short wait up.
-        let prepared = _Contention.prepareShortWaits(
-            for: _ContentionKey(instance: ObjectIdentifier(self), kind: .thread, waiter: site, holder: .spun)
-        ) { _ContentionNames(label: label, type: _typeName) }
+        // While waiting anyway: make the thread's place ready to add a short wait up, if the
+        // wait can be one.
+        let prepared =
+            Lock.timesItsSpin
+            && _Contention.prepareShortWaits(
+                for: _ContentionKey(instance: ObjectIdentifier(self), kind: .thread, waiter: site, holder: .spun)
+            ) { _ContentionNames(label: label, type: _typeName) }
         if let end = _lock.spinExclusiveTimed() {
             _shortWaitEnded(at: site, from: start, to: end, kept: prepared)
             return (start, true)

@@ -17,6 +17,9 @@ protocol _EngineLock: Sendable {
     func destroy()
 
     func lockExclusive()
+    /// Whether `spinExclusiveTimed` can take the lock: false for a lock with no spin of its own to
+    /// time, whose every wait is a long one.
+    static var timesItsSpin: Bool { get }
     /// The first part of a timed exclusive wait, for the contention profile, the spin: when it
     /// took the lock on the monotonic clock (`_Contention.now`), read outside the lock, or nil if
     /// the spin ended first (at once, for a lock that doesn't spin before it sleeps).
@@ -90,6 +93,7 @@ extension _ReadersWriterLock: _EngineLock {
     @inlinable func lockSharedQuickly(thread: UInt32) -> SharedTicket? { _tryFastShared(thread: thread) }
 
     /// No spin of its own to time: every wait is the whole wait.
+    @usableFromInline static var timesItsSpin: Bool { false }
     @usableFromInline func spinExclusiveTimed() -> UInt64? { nil }
 
     /// Read once the lock is held: the underlying lock has no way to time its own wait.

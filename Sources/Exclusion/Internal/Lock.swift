@@ -71,6 +71,15 @@ struct _Lock: @unchecked Sendable {
         #endif
     }
 
+    /// Whether `spinTimed` can take the lock: only where the lock's spin is Exclusion's own.
+    @usableFromInline static var timesItsSpin: Bool {
+        #if os(Linux) && !canImport(Darwin)
+        true
+        #else
+        false
+        #endif
+    }
+
     /// The spin that a timed wait starts with: when it took the lock on the monotonic clock, read
     /// before the look that took it, so that timing a wait doesn't lengthen the hold that the next
     /// waiter waits out; nil if the spin ended first, and always where the platform's lock spins
