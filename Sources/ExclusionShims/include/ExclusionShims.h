@@ -147,6 +147,8 @@ void exclusion_backoff_wait(exclusion_backoff *backoff);
 /// one profile's table, each with a few stores to memory no other thread uses, while the waiter
 /// holds the state it waited for; the sums go to the table's slot when the key changes or the
 /// profile stops. Every field is read and written with atomic operations, ordered by `state`.
+/// Written here rather than in Swift, which has no way to lay out a static array of aligned
+/// structs with atomic fields, short of an object per place and a pointer to follow.
 typedef struct {
     /// 0 when empty; the index of the thread that adds here (non-zero); BUSY while a thread
     /// writes or reads the rest.
