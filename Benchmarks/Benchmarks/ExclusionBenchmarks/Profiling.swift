@@ -8,9 +8,10 @@ import Synchronization
 // stops after it (stopping, and making the report, is not measured: a program pays it once).
 //
 // The contended rows also run the same accesses without a profile in each iteration, right before
-// or right after (in turn), and report the profiled time over that twin's: two separately measured
-// rows of identical code differed by up to 40 % within one run on two vCPUs (Benchmarks/README.md),
-// so a 10 % target can only be read from a ratio within one iteration.
+// or right after (in turn), and report the profiled time over that twin's: on a machine with few
+// cores two separately measured rows of identical code can differ by more than the targets allow
+// (Benchmarks/README.md has the figures), while the two halves of one iteration see the same state
+// of the machine.
 
 func profilingBenchmarks() {
     Benchmark("Exclusive.access, profiled") { benchmark in
@@ -66,8 +67,8 @@ func pairedWithTwin(first twinFirst: Bool, _ twin: () -> Void, profiled: () -> V
     return Int((profiledTime / twinTime * 100).rounded())
 }
 
-/// `configuration` with the profiled-over-twin metric, and `iterations` of them if given (the
-/// ratio of one pair still moves by a quarter either way).
+/// `configuration` with the profiled-over-twin metric, and `iterations` of them if given (for a
+/// cell whose ratio moves too much from one pair to the next for the matrix's iterations).
 func paired(_ configuration: Benchmark.Configuration, iterations: Int? = nil) -> Benchmark.Configuration {
     var configuration = configuration
     configuration.metrics.append(overTwin)
