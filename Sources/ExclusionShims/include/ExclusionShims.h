@@ -180,12 +180,35 @@ typedef struct {
 
 extern exclusion_short_waits exclusion_short_wait_places[EXCLUSION_SHORT_WAIT_PLACES];
 
+/// The place of the thread with index `thread` (or the place with that index).
+static inline exclusion_short_waits *exclusion_short_waits_place(uint32_t thread) {
+    return &exclusion_short_wait_places[thread % EXCLUSION_SHORT_WAIT_PLACES];
+}
+
+/// Marks `place` busy if its state is `*state` and not already busy: 1 if this caller now has it,
+/// to write or read, until it stores a state again with releasing order; 0, with `*state` what the
+/// place's state was, if not.
+static inline int exclusion_short_waits_claim(exclusion_short_waits *place, uint32_t *state) {
+    return *state != EXCLUSION_SHORT_WAITS_BUSY
+        && __atomic_compare_exchange_n(
+            &place->state, state, EXCLUSION_SHORT_WAITS_BUSY, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+/// What a claimed `place` has added up, for the table it adds up for.
+static inline exclusion_short_wait_sum exclusion_short_waits_sum(exclusion_short_waits *place) {
+    exclusion_short_wait_sum sum = {
+        __atomic_load_n(&place->table, __ATOMIC_RELAXED), __atomic_load_n(&place->slot, __ATOMIC_RELAXED),
+        __atomic_load_n(&place->count, __ATOMIC_RELAXED), __atomic_load_n(&place->nanoseconds, __ATOMIC_RELAXED),
+        __atomic_load_n(&place->longest, __ATOMIC_RELAXED)};
+    return sum;
+}
+
 /// Whether the place of the thread with index `thread` adds up its waits for this key of `table`:
 /// loads only, for the thread to look before it changes anything.
 static inline int exclusion_short_waits_are_for(
     uint32_t thread, uint64_t table, uintptr_t instance, uintptr_t file, uint64_t line
 ) {
-    exclusion_short_waits *place = &exclusion_short_wait_places[thread % EXCLUSION_SHORT_WAIT_PLACES];
+    exclusion_short_waits *place = exclusion_short_waits_place(thread);
     return __atomic_load_n(&place->state, __ATOMIC_ACQUIRE) == thread
         && __atomic_load_n(&place->table, __ATOMIC_RELAXED) == table
         && __atomic_load_n(&place->instance, __ATOMIC_RELAXED) == instance
@@ -200,18 +223,15 @@ static inline int exclusion_short_waits_start(
     uint32_t thread, uint64_t table, uintptr_t slot, uintptr_t instance, uintptr_t file, uint64_t line,
     exclusion_short_wait_sum *before
 ) {
-    exclusion_short_waits *place = &exclusion_short_wait_places[thread % EXCLUSION_SHORT_WAIT_PLACES];
+    exclusion_short_waits *place = exclusion_short_waits_place(thread);
     uint32_t state = __atomic_load_n(&place->state, __ATOMIC_RELAXED);
-    if (state == EXCLUSION_SHORT_WAITS_BUSY
-        || !__atomic_compare_exchange_n(
-            &place->state, &state, EXCLUSION_SHORT_WAITS_BUSY, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+    if (!exclusion_short_waits_claim(place, &state)) {
         return 0;
     }
-    before->table = state == 0 ? 0 : __atomic_load_n(&place->table, __ATOMIC_RELAXED);
-    before->slot = __atomic_load_n(&place->slot, __ATOMIC_RELAXED);
-    before->count = __atomic_load_n(&place->count, __ATOMIC_RELAXED);
-    before->nanoseconds = __atomic_load_n(&place->nanoseconds, __ATOMIC_RELAXED);
-    before->longest = __atomic_load_n(&place->longest, __ATOMIC_RELAXED);
+    *before = exclusion_short_waits_sum(place);
+    if (state == 0) {
+        before->table = 0;
+    }
     __atomic_store_n(&place->table, table, __ATOMIC_RELAXED);
     __atomic_store_n(&place->slot, slot, __ATOMIC_RELAXED);
     __atomic_store_n(&place->instance, instance, __ATOMIC_RELAXED);
@@ -227,10 +247,9 @@ static inline int exclusion_short_waits_start(
 /// Adds a wait of `nanoseconds` in the place of the thread with index `thread`: 1 if added, 0 if
 /// the place is no longer the thread's (another thread or a stopping profile took it).
 static inline int exclusion_short_waits_add(uint32_t thread, uint64_t nanoseconds) {
-    exclusion_short_waits *place = &exclusion_short_wait_places[thread % EXCLUSION_SHORT_WAIT_PLACES];
-    uint32_t expected = thread;
-    if (!__atomic_compare_exchange_n(
-            &place->state, &expected, EXCLUSION_SHORT_WAITS_BUSY, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+    exclusion_short_waits *place = exclusion_short_waits_place(thread);
+    uint32_t state = thread;
+    if (!exclusion_short_waits_claim(place, &state)) {
         return 0;
     }
     __atomic_store_n(&place->count, __atomic_load_n(&place->count, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
@@ -247,27 +266,17 @@ static inline int exclusion_short_waits_add(uint32_t thread, uint64_t nanosecond
 /// sums; 0 if it is empty or adds up for another table; -1 if a thread is writing or reading it
 /// right now (for a few instructions, unless that thread was preempted): look again.
 static inline int exclusion_short_waits_take(uint32_t place_index, uint64_t table, exclusion_short_wait_sum *sum) {
-    exclusion_short_waits *place = &exclusion_short_wait_places[place_index % EXCLUSION_SHORT_WAIT_PLACES];
+    exclusion_short_waits *place = exclusion_short_waits_place(place_index);
     uint32_t state = __atomic_load_n(&place->state, __ATOMIC_RELAXED);
     if (state == 0) {
         return 0;
     }
-    if (state == EXCLUSION_SHORT_WAITS_BUSY
-        || !__atomic_compare_exchange_n(
-            &place->state, &state, EXCLUSION_SHORT_WAITS_BUSY, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+    if (!exclusion_short_waits_claim(place, &state)) {
         return -1;
     }
-    if (__atomic_load_n(&place->table, __ATOMIC_RELAXED) != table) {
-        __atomic_store_n(&place->state, state, __ATOMIC_RELEASE);
-        return 0;
-    }
-    sum->table = table;
-    sum->slot = __atomic_load_n(&place->slot, __ATOMIC_RELAXED);
-    sum->count = __atomic_load_n(&place->count, __ATOMIC_RELAXED);
-    sum->nanoseconds = __atomic_load_n(&place->nanoseconds, __ATOMIC_RELAXED);
-    sum->longest = __atomic_load_n(&place->longest, __ATOMIC_RELAXED);
-    __atomic_store_n(&place->state, 0, __ATOMIC_RELEASE);
-    return 1;
+    *sum = exclusion_short_waits_sum(place);
+    __atomic_store_n(&place->state, sum->table == table ? 0 : state, __ATOMIC_RELEASE);
+    return sum->table == table ? 1 : 0;
 }
 
 // MARK: - Time
