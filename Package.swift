@@ -1,5 +1,19 @@
-// swift-tools-version: 6.2
+// swift-tools-version: 6.3
 import PackageDescription
+
+// Swift 6.3 (Xcode 26.4) is the oldest compiler that builds everything here: the awaited accessors
+// need 6.2's `nonisolated(nonsending)`, and the exit tests capture values, which came in 6.3.
+
+/// Where a test may start a process: exit tests (`#expect(processExitsWith:)`) and Foundation's
+/// `Process` exist on macOS and Linux, not on iOS. Tests that need one are compiled only where
+/// `CHILD_PROCESSES` is set, and the rest run everywhere. `EXCLUSION_NO_CHILD_PROCESSES=1` leaves it
+/// unset here too, to build and run the tests as iOS gets them.
+let childProcessPlatforms: [Platform] = [.macOS, .linux]
+let testSettings: [SwiftSetting] =
+    Context.environment["EXCLUSION_NO_CHILD_PROCESSES"] == nil
+    ? [.define("CHILD_PROCESSES", .when(platforms: childProcessPlatforms))] : []
+/// Apple's platforms, whose SDKs carry libxml2.
+let applePlatforms: [Platform] = [.macOS, .iOS, .tvOS, .watchOS, .visionOS, .macCatalyst]
 
 let package = Package(
     name: "Exclusion",
@@ -30,7 +44,12 @@ let package = Package(
             dependencies: ["Exclusion", "DocumentsXML", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         // libxml2 behind a header of our own: its headers clash with Foundation's when imported into Swift.
-        .target(name: "DocumentsXML", dependencies: ["CLibXML2"]),
+        // On Apple platforms libxml2 is part of the SDK; elsewhere pkg-config finds it.
+        .target(
+            name: "DocumentsXML",
+            dependencies: [.target(name: "CLibXML2", condition: .when(platforms: [.linux]))],
+            linkerSettings: [.linkedLibrary("xml2", .when(platforms: applePlatforms))]
+        ),
         .systemLibrary(
             name: "CLibXML2",
             pkgConfig: "libxml-2.0",
@@ -70,23 +89,33 @@ let package = Package(
         // What the lock's tests read about a lock, and its broken variant, out of the shipped header.
         .target(name: "ExclusionLockTesting", dependencies: ["ExclusionShims"], path: "Tests/ExclusionLockTesting"),
         .testTarget(
-            name: "ExclusionTests", dependencies: ["Exclusion", "ExclusionTestSupport", "ExclusionLockTesting"]),
+            name: "ExclusionTests", dependencies: ["Exclusion", "ExclusionTestSupport", "ExclusionLockTesting"],
+            swiftSettings: testSettings
+        ),
         .testTarget(
             name: "BankingTests",
             dependencies: [
-                "Banking", "bank", "ExclusionTesting", "ExclusionTestSupport", "SplitMix", "ToolTesting",
+                "Banking", "ExclusionTesting", "ExclusionTestSupport", "SplitMix",
+                // The tool and what runs it, where a test can start a process.
+                .target(name: "bank", condition: .when(platforms: childProcessPlatforms)),
+                .target(name: "ToolTesting", condition: .when(platforms: childProcessPlatforms)),
                 .product(name: "PropertyBased", package: "swift-property-based"),
-            ]
+            ],
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "DocumentsTests",
             dependencies: [
-                "Documents", "docs", "ExclusionTesting", "ExclusionTestSupport", "ToolTesting",
+                "Documents", "ExclusionTesting", "ExclusionTestSupport",
+                .target(name: "docs", condition: .when(platforms: childProcessPlatforms)),
+                .target(name: "ToolTesting", condition: .when(platforms: childProcessPlatforms)),
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "GRDB", package: "GRDB.swift"),
-            ]
+            ],
+            swiftSettings: testSettings
         ),
-        .testTarget(name: "ExclusionTestingTests", dependencies: ["ExclusionTesting", "Exclusion"]),
+        .testTarget(
+            name: "ExclusionTestingTests", dependencies: ["ExclusionTesting", "Exclusion"], swiftSettings: testSettings),
     ],
     swiftLanguageModes: [.v6]
 )
