@@ -13,8 +13,11 @@ import GRDB
 ///
 /// Commits are durable: `synchronous = FULL` makes SQLite sync the write-ahead log before a commit
 /// returns, so a save that returned survives a power loss (with `NORMAL`, WAL mode may lose the
-/// last commits then, though never to a crash of the process alone). Checkpoints run apart
-/// (``StoreCheckpointer``); the tables are in ``StoreSchema``.
+/// last commits then, though never to a crash of the process alone). On Apple platforms a sync
+/// (`fsync`) only reaches the drive's cache, which a power loss empties; `fullfsync` and
+/// `checkpoint_fullfsync` make SQLite ask the drive to write its cache out (`F_FULLFSYNC`) at every
+/// commit and checkpoint. Elsewhere SQLite ignores them, so every connection sets them everywhere.
+/// Checkpoints run apart (``StoreCheckpointer``); the tables are in ``StoreSchema``.
 ///
 /// Nothing else in the store's folder is ever read, moved or deleted: only `documents.sqlite` and
 /// the `-wal` and `-shm` files SQLite keeps beside it.
@@ -48,6 +51,7 @@ final class DocumentStore: Sendable {
         configuration.label = "documents"
         // Another process may hold the write lock for one batch of an import; wait for it.
         configuration.busyMode = .timeout(60)
+        configuration.prepareDatabase { db in try StoreDurability.set(in: db) }
         do {
             (pool, checkpointer) = try Self.open(path: path, exists: exists, configuration: configuration)
         } catch {
@@ -106,11 +110,14 @@ final class DocumentStore: Sendable {
         try run("read") { try pool.read { db in try Self.update(since: known, db) } }
     }
 
-    /// The writer's `PRAGMA synchronous`: 2 (FULL) for a durable commit.
-    func synchronousLevel() throws(DocumentError) -> Int {
-        try run("read") {
-            try pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? 0 }
-        }
+    /// How the writer syncs: what a durable commit needs.
+    func writerDurability() throws(DocumentError) -> StoreDurability {
+        try run("read") { try pool.writeWithoutTransaction { db in try StoreDurability(db) } }
+    }
+
+    /// How the checkpoints' connection syncs.
+    func checkpointerDurability() throws(DocumentError) -> StoreDurability {
+        try run("read") { try checkpointer.durability() }
     }
 
     /// The store's revision: cheap to ask, to see whether anything changed.

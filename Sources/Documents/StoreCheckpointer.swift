@@ -74,6 +74,11 @@ final class StoreCheckpointer: Sendable {
 
     /// On `queue`. A failed checkpoint is harmless: SQLite tries again at the next one, and at the
     /// latest when the last connection closes.
+    /// How this connection syncs the database when it checkpoints.
+    func durability() throws -> StoreDurability {
+        try connection.inDatabase { db in try StoreDurability(db) }
+    }
+
     private func checkpoint() {
         uncheckpointed.access { $0.scheduled = false }
         _ = try? connection.inDatabase { db in try db.checkpoint(.passive) }
