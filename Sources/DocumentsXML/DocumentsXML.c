@@ -13,6 +13,7 @@
 #include <libxml/parserInternals.h>
 #include <libxml/xmlerror.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +135,37 @@ static int declares_html4_entities(const xmlChar *public_id) {
     return 0;
 }
 
+/// Writes `code_point` as UTF-8, NUL-terminated, into `text` (at least 5 bytes); its length, 0 for
+/// a value that is no code point. Written here because libxml2's `xmlCopyCharMultiByte` is
+/// deprecated since 2.14.
+static int utf8_encode(unsigned int code_point, xmlChar *text) {
+    int length;
+    if (code_point < 0x80) {
+        text[0] = (xmlChar)code_point;
+        length = 1;
+    } else if (code_point < 0x800) {
+        text[0] = (xmlChar)(0xC0 | (code_point >> 6));
+        text[1] = (xmlChar)(0x80 | (code_point & 0x3F));
+        length = 2;
+    } else if (code_point < 0x10000) {
+        if (code_point >= 0xD800 && code_point <= 0xDFFF) return 0;
+        text[0] = (xmlChar)(0xE0 | (code_point >> 12));
+        text[1] = (xmlChar)(0x80 | ((code_point >> 6) & 0x3F));
+        text[2] = (xmlChar)(0x80 | (code_point & 0x3F));
+        length = 3;
+    } else if (code_point <= 0x10FFFF) {
+        text[0] = (xmlChar)(0xF0 | (code_point >> 18));
+        text[1] = (xmlChar)(0x80 | ((code_point >> 12) & 0x3F));
+        text[2] = (xmlChar)(0x80 | ((code_point >> 6) & 0x3F));
+        text[3] = (xmlChar)(0x80 | (code_point & 0x3F));
+        length = 4;
+    } else {
+        return 0;
+    }
+    text[length] = 0;
+    return length;
+}
+
 /// The entity `name` as the document's external subset declares it, when that subset is one of
 /// the well-known DTDs above: declared on the fly in the document's DTD, so that libxml2 expands it
 /// as it would have after reading the real one. NULL when the DTD is not known, or doesn't declare
@@ -145,9 +177,7 @@ static xmlEntityPtr well_known_entity(xmlParserCtxtPtr parser, const xmlChar *na
     const htmlEntityDesc *known = htmlEntityLookup(name);
     if (known == NULL) return NULL;
     xmlChar text[8];
-    int length = xmlCopyCharMultiByte(text, (int)known->value);
-    if (length <= 0) return NULL;
-    text[length] = 0;
+    if (utf8_encode(known->value, text) == 0) return NULL;
     return xmlAddDocEntity(parser->myDoc, name, XML_INTERNAL_GENERAL_ENTITY, NULL, NULL, text);
 }
 
@@ -175,7 +205,11 @@ static xmlEntityPtr get_parameter_entity(void *context, const xmlChar *name) {
         // Declared, so well-formed, but never read: to libxml2 it looks undeclared, which in a
         // document that references parameter entities is a validity matter, not a well-formedness
         // one (XML 1.0, 4.1). Its declarations are unknown, so later undeclared entities are too.
+        // libxml2 2.14 deprecates the field, and offers nothing else that tells the parser so.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
         ((xmlParserCtxtPtr)context)->hasPErefs = 1;
+#pragma GCC diagnostic pop
         return NULL;
     }
     return entity;
@@ -191,7 +225,13 @@ static void external_subset(void *context, const xmlChar *name, const xmlChar *p
     (void)context, (void)name, (void)public_id, (void)system_id;
 }
 
+// libxml2 2.12 made the structured error handler take a `const xmlError *`; Apple's SDKs still
+// ship 2.9, and Linux distributions either.
+#if LIBXML_VERSION >= 21200
+static void structured_error(void *context, const xmlError *error) {
+#else
 static void structured_error(void *context, xmlErrorPtr error) {
+#endif
     // Only fatal errors are well-formedness errors. Plain errors are about validity (an entity an
     // unread DTD may declare) or namespaces (an undeclared prefix), which XML 1.0 doesn't make
     // malformed; warnings never do.
