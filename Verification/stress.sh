@@ -18,7 +18,7 @@ build() {
     local name=$1
     shift
     "$cc" -O2 -pthread -I "$shims/include" "$@" -o "$work/$name" \
-        "$here/stress.c" "$shims/ExclusionLock.c" "$shims/ExclusionShims.c"
+        "$here/stress.c" "$shims/ExclusionLock.c" "$shims/ExclusionShims.c" "$shims/ExclusionPlatform.c"
 }
 build shipped
 build no-fence -include "$here/plants/no-fence.h"

@@ -10,7 +10,7 @@ trap 'rm -rf "$out"' EXIT
 cc=$(command -v cc || command -v gcc || command -v clang)
 "$cc" -O2 -o "$out/cost" "$here/cost.c" -lpthread
 "$cc" -O2 -I "$shims/include" -o "$out/contention" "$here/contention.c" "$shims/ExclusionLock.c" \
-    "$shims/ExclusionShims.c" -lpthread
+    "$shims/ExclusionShims.c" "$shims/ExclusionPlatform.c" -lpthread
 if [ "${1:-}" = "--build-only" ]; then exit 0; fi
 "$out/cost"
 echo

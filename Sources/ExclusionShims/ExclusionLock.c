@@ -1,14 +1,9 @@
 #include "ExclusionShims.h"
 
-#if defined(__linux__)
+#if !EXCLUSION_OWNED_LOCK
 
-#include <errno.h>
-#include <linux/futex.h>
 #include <linux/membarrier.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 int exclusion_lock_fenced = 0;
@@ -44,14 +39,6 @@ uint64_t exclusion_lock_fences(void) {
     return __atomic_load_n(&fences, __ATOMIC_RELAXED);
 }
 
-/// Stops the process with `message`: the kernel refused a futex call on a lock in live memory,
-/// which leaves no way to wait or wake correctly. Better a message than a hang.
-static void fail(const char *message) {
-    ssize_t written = write(2, message, strlen(message));
-    (void)written;  // nothing more can be done if standard error is gone too
-    abort();
-}
-
 /// Starts a contention episode's fence: 1 once every other running thread of the process has run a
 /// full barrier, 0 if the kernel refused.
 static int fence(void) {
@@ -62,23 +49,6 @@ static int fence(void) {
     }
     __atomic_fetch_add(&fences, 1, __ATOMIC_RELAXED);
     return 1;
-}
-
-/// Sleeps while `waking` is 0, until woken or until `until` (absolute, CLOCK_MONOTONIC; none if
-/// NULL).
-static void sleep_on(exclusion_lock *lock, const struct timespec *until) {
-    long result = syscall(
-        SYS_futex, &lock->waking, FUTEX_WAIT_BITSET_PRIVATE, 0, until, NULL, FUTEX_BITSET_MATCH_ANY);
-    // Woken (0), a wake-up already there (EAGAIN), the time up (ETIMEDOUT), a signal (EINTR), or a
-    // spurious return: each sends the waiter back to look at the lock, which is always safe.
-    if (result != 0 && errno != EAGAIN && errno != ETIMEDOUT && errno != EINTR) {
-        fail("Exclusion: the kernel refused to wait on a lock (futex); stopping instead of spinning.\n");
-    }
-}
-
-static struct timespec timespec_at(uint64_t ns) {
-    struct timespec at = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
-    return at;
 }
 
 /// The first part of a wait: `EXCLUSION_BACKOFF_SPINS` looks at `lock`, a spin hint apart; 1 once
@@ -137,8 +107,9 @@ static int wait_until(exclusion_lock *lock, uint64_t deadline, uint64_t *took_at
         if (polling && (until == 0 || until > now + POLL_NS)) {
             until = now + POLL_NS;
         }
-        struct timespec at = timespec_at(until);
-        sleep_on(lock, until != 0 ? &at : NULL);
+        // Woken, a wake-up already there, the time up, a signal, or a spurious return: each sends
+        // the waiter back to look at the lock, which is always safe.
+        (void)exclusion_sleep_on(&lock->waking, 0, until);
     }
     __atomic_fetch_sub(&lock->sleepers, 1, __ATOMIC_SEQ_CST);
     return took;
@@ -194,11 +165,9 @@ void exclusion_lock_wake(exclusion_lock *lock) {
     uint32_t idle = 0;
     if (__atomic_load_n(&lock->waking, __ATOMIC_RELAXED) == 0
         && __atomic_compare_exchange_n(&lock->waking, &idle, 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
-        // Returns how many it woke (0 if the sleeper hasn't gone to sleep yet: then `waking` set
-        // stops it from sleeping). Only an invalid address or operation makes it fail.
-        if (syscall(SYS_futex, &lock->waking, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0) < 0) {
-            fail("Exclusion: the kernel refused to wake a thread waiting on a lock (futex); stopping.\n");
-        }
+        // Wakes nobody if the sleeper hasn't gone to sleep yet: then `waking` set stops it from
+        // sleeping.
+        exclusion_wake_one(&lock->waking);
     }
 }
 

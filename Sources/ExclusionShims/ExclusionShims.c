@@ -1,5 +1,6 @@
 #include "ExclusionShims.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <time.h>
 
@@ -19,12 +20,7 @@ exclusion_thread_record *exclusion_current_thread_slow(void) {
     return record;
 }
 
-uint64_t exclusion_monotonic_now(void) {
-    struct timespec now;
-    // Can't fail: the clock exists on every platform Exclusion builds for, and `now` is valid.
-    (void)clock_gettime(CLOCK_MONOTONIC, &now);
-    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-}
+#if !EXCLUSION_OWNED_LOCK
 
 void exclusion_backoff_wait(exclusion_backoff *backoff) {
     if (exclusion_backoff_spin(backoff)) {
@@ -50,3 +46,37 @@ void exclusion_backoff_wait(exclusion_backoff *backoff) {
     // A signal may cut the sleep short (EINTR): the caller looks again sooner, which is harmless.
     (void)nanosleep(&interval, NULL);
 }
+
+void exclusion_short_lock_wait(exclusion_short_lock *lock) {
+    do {
+        exclusion_backoff backoff = {0};
+        while (__atomic_load_n(&lock->locked, __ATOMIC_RELAXED) != 0) exclusion_backoff_wait(&backoff);
+    } while (__atomic_exchange_n(&lock->locked, 1, __ATOMIC_ACQUIRE) != 0);
+}
+
+int exclusion_wait_for_change(uint32_t *word, uint32_t seen, uint64_t deadline, pthread_t thread, int lending) {
+    (void)thread, (void)lending;  // nobody to lend to: the waiter doesn't sleep
+    exclusion_backoff backoff = {0};
+    while (__atomic_load_n(word, __ATOMIC_SEQ_CST) == seen) {
+        if (deadline != 0 && exclusion_monotonic_now() >= deadline) return 0;
+        exclusion_backoff_wait(&backoff);
+    }
+    return 1;
+}
+
+#else
+
+int exclusion_wait_for_change(uint32_t *word, uint32_t seen, uint64_t deadline, pthread_t thread, int lending) {
+    exclusion_priority_loan loan = lending ? exclusion_lend_priority(thread) : NULL;
+    int changed = 1;
+    while (__atomic_load_n(word, __ATOMIC_SEQ_CST) == seen) {
+        if (exclusion_sleep_on(word, seen, deadline) == ETIMEDOUT && __atomic_load_n(word, __ATOMIC_SEQ_CST) == seen) {
+            changed = 0;
+            break;
+        }
+    }
+    exclusion_end_loan(loan);
+    return changed;
+}
+
+#endif

@@ -1,4 +1,4 @@
-#if os(Linux)
+#if os(Linux) && !EXCLUSION_PORTABLE_LOCK
 import Dispatch
 import ExclusionLockTesting
 import ExclusionShims

@@ -6,9 +6,7 @@ import Testing
 
 @testable import Exclusion
 
-#if os(Linux)
 import ExclusionLockTesting
-#endif
 
 // Every timed form gives up at its timeout, whatever it waits for: another access holding the
 // state (or, for a write, reads still inside), or its condition. Each case below asks while another
@@ -62,9 +60,7 @@ private func exclusiveCases() -> [TimedCase] {
         }
     }
     let leftNothing: @Sendable () -> Bool = {
-        #if os(Linux)
         guard exclusion_lock_testing_waiters(box._engine._lock._handle) == 0 else { return false }
-        #endif
         return box._engine._waitList.waiting == 0 && box._engine._waitList.threadsAsleep == 0
     }
     let value: @Sendable () -> Int = { syncAccess(box) { $0 } }
@@ -225,7 +221,7 @@ struct TimeoutTests {
             error { try index.write(when: { _ in true }, timeout: timeout) { _ in } }
         }
         #expect((thrown as? TimeoutError)?.cause == .stateHeld)
-        let biased = index._engine._lock._readBias.load(ordering: .sequentiallyConsistent)
+        let biased = exclusion_rwlock_testing_is_biased(index._engine._lock._handle) != 0
         #expect(biased)
         leave.raise()
         await holderLeft.wait()

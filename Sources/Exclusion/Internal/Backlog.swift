@@ -11,8 +11,8 @@ import Synchronization
 /// synchronous access with nothing pending costs no more than a lock.
 ///
 /// Submitting must stay cheap while a drain runs on another core. Jobs are stored inline in an
-/// array (a closure without captures costs no allocation at all), guarded by a spin lock held for
-/// a few instructions, and a consumer takes the whole array at once by swapping in an empty one:
+/// array (a closure without captures costs no allocation at all), guarded by a lock held for a few
+/// instructions, and a consumer takes the whole array at once by swapping in an empty one:
 /// the cache lines of a batch move between cores once, not once per job.
 ///
 /// `Body` is the owner's plain closure type, stored without wrapping; the owner says how to apply it.
@@ -37,7 +37,7 @@ final class _Backlog<Body>: @unchecked Sendable {
         }
     }
 
-    private let _lock = _SpinLock()
+    private let _lock = _ShortLock()
     private var _jobs: [Job] = []
     private var _drainScheduled = false
     /// Where drains run, made when the first one is scheduled. A serial queue of the instance's
@@ -132,8 +132,9 @@ final class _Backlog<Body>: @unchecked Sendable {
 
     /// Ends a drain if nothing is pending; returns false if the drain must go on.
     ///
-    /// Before ending, the drain lingers for the back-off's spin: a submitter that keeps submitting
-    /// then finds it still running, and doesn't pay for dispatching a new one each time.
+    /// Before ending, the drain lingers for the back-off's spin (on Linux; nothing spins on Apple
+    /// platforms): a submitter that keeps submitting then finds it still running, and doesn't pay
+    /// for dispatching a new one each time.
     func finishDrain() -> Bool {
         var backoff = exclusion_backoff()
         while !hasPending, exclusion_backoff_spin(&backoff) != 0 {}
@@ -145,19 +146,27 @@ final class _Backlog<Body>: @unchecked Sendable {
     }
 }
 
-/// A lock for critical sections of a few instructions: a waiter backs off (`exclusion_backoff`)
-/// instead of going to sleep in the kernel as a mutex does.
-struct _SpinLock: ~Copyable, Sendable {
-    private let _locked = Atomic<Bool>(false)
+/// A lock for critical sections of a few instructions (`exclusion_short_lock`): on Linux a waiter
+/// backs off (`exclusion_backoff`) instead of going to sleep in the kernel as a mutex does; on
+/// Apple platforms it is the system's lock, which lends a waiter's priority to the holder.
+struct _ShortLock: ~Copyable, @unchecked Sendable {
+    // @unchecked: the pointee is only touched through the lock's own functions.
+    private let _handle: UnsafeMutablePointer<exclusion_short_lock>
+
+    init() {
+        _handle = .allocate(capacity: 1)
+        exclusion_short_lock_init(_handle)
+    }
+
+    deinit {
+        _handle.deallocate()
+    }
 
     func lock() {
-        while _locked.exchange(true, ordering: .acquiring) {
-            var backoff = exclusion_backoff()
-            while _locked.load(ordering: .relaxed) { exclusion_backoff_wait(&backoff) }
-        }
+        exclusion_short_lock_lock(_handle)
     }
 
     func unlock() {
-        _locked.store(false, ordering: .releasing)
+        exclusion_short_lock_unlock(_handle)
     }
 }

@@ -1,20 +1,13 @@
 import Dispatch
 import ExclusionShims
 
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// A moment on the monotonic clock that a wait must not pass.
 ///
 /// Every timed wait in Exclusion measures against one of these, made once when the wait begins,
 /// so that a wait in several steps (the lock, then the condition, then the lock again) gives up at
-/// the same moment whatever each step took. This file is the one place where Exclusion converts
-/// between `Duration`, nanoseconds and the clocks its waits take.
+/// the same moment whatever each step took. This file is where Swift's `Duration` becomes
+/// nanoseconds and a dispatch time; the C side turns nanoseconds into what each system call takes
+/// (`ExclusionPlatform.c`).
 @usableFromInline
 struct _Deadline: Sendable, Comparable {
     /// Nanoseconds on `CLOCK_MONOTONIC` (`exclusion_monotonic_now`), as the lock takes them.
@@ -43,18 +36,6 @@ struct _Deadline: Sendable, Comparable {
 
     /// The same moment for a dispatch wait (`DispatchSemaphore.wait(timeout:)`).
     var dispatchTime: DispatchTime { .now() + .nanoseconds(Int(clamping: remainingNanoseconds)) }
-
-    /// The same moment on `CLOCK_REALTIME`, as the POSIX timed waits want it.
-    var realtime: timespec {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        let remaining = remainingNanoseconds
-        let total = Int64(now.tv_nsec) + remaining % 1_000_000_000
-        var result = timespec()
-        result.tv_sec = now.tv_sec + Int(remaining / 1_000_000_000) + Int(total / 1_000_000_000)
-        result.tv_nsec = Int(total % 1_000_000_000)
-        return result
-    }
 
     @usableFromInline
     static func < (lhs: _Deadline, rhs: _Deadline) -> Bool { lhs.nanoseconds < rhs.nanoseconds }
@@ -86,9 +67,4 @@ func _nanoseconds(_ duration: Duration) -> Int64 {
     let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
     if overflow { return seconds < 0 ? .min : .max }
     return scaled.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
-}
-
-/// `duration` as a dispatch interval.
-func _dispatchInterval(_ duration: Duration) -> DispatchTimeInterval {
-    .nanoseconds(Int(clamping: _nanoseconds(duration)))
 }

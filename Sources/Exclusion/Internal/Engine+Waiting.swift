@@ -7,16 +7,19 @@ import Synchronization
 extension _Engine {
     /// Called with the lock just taken while the state is promised to a granted waiter: lets go
     /// until that waiter has run, then takes the lock again. The waiter was woken already, so this
-    /// lasts a thread wake-up. Returns false, not holding the lock, if `deadline` passed first.
+    /// lasts a thread wake-up; meanwhile this thread lends the waiter its priority where locks
+    /// lend priority (`exclusion_wait_for_change`). Returns false, not holding the lock, if
+    /// `deadline` passed first.
     @usableFromInline
     func _backOffForGrantee(before deadline: _Deadline?) -> Bool {
         repeat {
-            // Watch the promise without the lock, so that the grantee finds the lock free.
+            let grant = _waitList.grantToWaitFor()
+            // Waited for without the lock, so that the grantee finds the lock free.
             _lock.unlockExclusive()
-            var backoff = exclusion_backoff()
-            while _waitList.isReserved {
-                if let deadline, deadline.hasPassed { return false }
-                exclusion_backoff_wait(&backoff)
+            if let grant {
+                let ended = exclusion_wait_for_change(
+                    _waitList._grantsWord, grant.ended, deadline?.nanoseconds ?? 0, grant.grantee, 1)
+                guard ended != 0 else { return false }
             }
             if let deadline {
                 guard _lock.lockExclusive(before: deadline) else { return false }

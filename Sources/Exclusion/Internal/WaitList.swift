@@ -1,5 +1,14 @@
 import Dispatch
+import ExclusionShims
 import Synchronization
+
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// One access waiting for a condition on the state.
 @usableFromInline
@@ -25,6 +34,9 @@ final class _Waiter<State>: @unchecked Sendable {
     var condition: (@Sendable (State) -> Bool)?
     /// For a blocked thread: what wakes it.
     let semaphore: DispatchSemaphore?
+    /// For a blocked thread: the thread, which accesses that back off for its grant lend their
+    /// priority to.
+    let thread: pthread_t?
     /// For an awaited or asynchronous access: runs the body with the state held, posting what it
     /// delivers; or delivers an error without it.
     var run: (@Sendable (inout sending State, inout Outbox) -> Void)?
@@ -42,6 +54,7 @@ final class _Waiter<State>: @unchecked Sendable {
         status = .waiting
         self.condition = condition
         semaphore = DispatchSemaphore(value: 0)
+        thread = pthread_self()
         isObserver = false
     }
 
@@ -54,6 +67,7 @@ final class _Waiter<State>: @unchecked Sendable {
         status = .pending
         self.condition = condition
         semaphore = nil
+        thread = nil
         isObserver = observer
     }
 
@@ -121,6 +135,13 @@ class _WaitList<State>: @unchecked Sendable {
     /// Whether the state is promised to a granted thread. Set with the state held exclusively, so
     /// a thread holding it reads it right; cleared when the grantee takes the state up, or gives up.
     @usableFromInline final let _isReserved = Atomic<Bool>(false)
+    /// Counts the grants that ended: what an access that backs off for a grantee sleeps on
+    /// (`_Engine._backOffForGrantee`).
+    private final let _grantsEnded: UnsafeMutablePointer<Atomic<UInt32>> = {
+        let word = UnsafeMutablePointer<Atomic<UInt32>>.allocate(capacity: 1)
+        word.initialize(to: Atomic(0))
+        return word
+    }()
 
     /// Where timeouts of awaited and submitted accesses fire: a queue of our own, so that a timer
     /// fires on time even when every thread of the global pool is blocked.
@@ -130,6 +151,8 @@ class _WaitList<State>: @unchecked Sendable {
 
     deinit {
         _lock.destroy()
+        _grantsEnded.deinitialize(count: 1)
+        _grantsEnded.deallocate()
     }
 
     // MARK: - Policy
@@ -216,8 +239,7 @@ class _WaitList<State>: @unchecked Sendable {
         _lock.lock()
         defer { _lock.unlock() }
         guard _grantee === waiter else { return false }
-        _grantee = nil
-        _isReserved.store(false, ordering: .relaxed)
+        _endGrant()
         return true
     }
 
@@ -250,14 +272,35 @@ class _WaitList<State>: @unchecked Sendable {
     }
 
     final func _remove(_ waiter: _Waiter<State>) {
-        if waiter.status == .granted, _grantee === waiter {
-            _grantee = nil
-            _isReserved.store(false, ordering: .relaxed)
-        }
+        if waiter.status == .granted, _grantee === waiter { _endGrant() }
         if waiter.status == .waiting { _count.add(-1, ordering: .relaxed) }
         waiter.status = .done
         waiter.clear()
         if let index = _waiters.firstIndex(where: { $0 === waiter }) { _waiters.remove(at: index) }
+    }
+
+    /// The grant ends: the state is no longer promised, and accesses that back off for the grantee
+    /// are woken. Call under the list's lock.
+    private final func _endGrant() {
+        _grantee = nil
+        _isReserved.store(false, ordering: .relaxed)
+        _grantsEnded.pointee.add(1, ordering: .sequentiallyConsistent)
+        exclusion_word_changed(_grantsWord)
+    }
+
+    /// The word that `_grantsEnded` is, for the system's sleep and wake calls.
+    final var _grantsWord: UnsafeMutablePointer<UInt32> {
+        UnsafeMutableRawPointer(_grantsEnded).assumingMemoryBound(to: UInt32.self)
+    }
+
+    /// What an access that found the state promised waits for, read with the state held: the count
+    /// of ended grants it must see change, and the grantee's thread, to lend it priority meanwhile;
+    /// nil if the grant has ended already (a grantee that gave up ends it without the state).
+    final func grantToWaitFor() -> (ended: UInt32, grantee: pthread_t)? {
+        _lock.lock()
+        defer { _lock.unlock() }
+        guard let grantee = _grantee?.thread else { return nil }
+        return (_grantsEnded.pointee.load(ordering: .sequentiallyConsistent), grantee)
     }
 
     // MARK: - Awaited and asynchronous accesses

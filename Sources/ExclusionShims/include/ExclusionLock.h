@@ -1,9 +1,9 @@
 #ifndef EXCLUSION_LOCK_H
 #define EXCLUSION_LOCK_H
 
-#if defined(__linux__)
+#include "ExclusionPlatform.h"
 
-#include <stdint.h>
+#if !EXCLUSION_OWNED_LOCK
 
 /// Exclusion's mutual-exclusion lock on Linux: one compare-and-swap to take it, and, while nobody
 /// waits, a plain store to give it back.
@@ -58,6 +58,9 @@ typedef struct {
     /// How many releases in a row found the episode with nobody counted.
     uint32_t quiet;
 } exclusion_lock;
+
+/// 1: a wait spins before it sleeps, and a contention profile can time the spin.
+#define EXCLUSION_LOCK_SPINS 1
 
 /// The bit of `sleepers` that marks a fenced contention episode.
 #define EXCLUSION_LOCK_EPISODE 0x80000000u

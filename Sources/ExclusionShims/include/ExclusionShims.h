@@ -1,6 +1,8 @@
 #ifndef EXCLUSION_SHIMS_H
 #define EXCLUSION_SHIMS_H
 
+#include "ExclusionPlatform.h"
+
 #include <stdint.h>
 
 /// How many instances one thread can be inside at once and still be tracked. Deeper nesting is
@@ -84,6 +86,8 @@ static inline void exclusion_spin_hint(void) {
 
 // MARK: - Backing off
 
+#if !EXCLUSION_OWNED_LOCK
+
 /// How many times a waiter looks again, a spin hint apart, before it stops spinning.
 #define EXCLUSION_BACKOFF_SPINS 64
 /// How many times a waiter that can't sleep in the kernel then yields the processor, looking again
@@ -93,10 +97,20 @@ static inline void exclusion_spin_hint(void) {
 #define EXCLUSION_BACKOFF_FIRST_SLEEP_NS 50000
 #define EXCLUSION_BACKOFF_LONGEST_SLEEP_NS 1000000
 
+#else
+
+/// Nothing spins where the locks lend priority (`EXCLUSION_OWNED_LOCK`): a thread that spins for
+/// another lends it nothing, and on a busy processor keeps it from running. Every wait there sleeps
+/// until the thread it waits for wakes it, so nothing there yields or sleeps a while either, and
+/// `exclusion_backoff_wait` doesn't exist.
+#define EXCLUSION_BACKOFF_SPINS 0
+
+#endif
+
 /// The one back-off policy of every wait in Exclusion that looks at something again and again: the
 /// lock's spin before it sleeps in the kernel, a conditional access's spin before it joins the wait
 /// list, and the loops that wait for another thread with nothing to sleep on (a granted waiter, a
-/// read announcing itself, a spin lock's holder).
+/// read announcing itself, a spin lock's holder), all on Linux.
 ///
 /// First it spins: `EXCLUSION_BACKOFF_SPINS` looks, a spin hint apart. Spin hints, not
 /// `sched_yield`: a yield gives the core away when anything else is runnable, and Linux then runs
@@ -112,7 +126,7 @@ typedef struct {
 } exclusion_backoff;
 
 /// One look of the spin: gives a spin hint and returns 1 while the spin lasts; returns 0, without
-/// spinning, once `EXCLUSION_BACKOFF_SPINS` looks have passed.
+/// spinning, once `EXCLUSION_BACKOFF_SPINS` looks have passed (at once where nothing spins).
 static inline int exclusion_backoff_spin(exclusion_backoff *backoff) {
     if (backoff->rounds >= EXCLUSION_BACKOFF_SPINS) {
         return 0;
@@ -132,10 +146,77 @@ static inline int exclusion_backoff_spin_hints(exclusion_backoff *backoff, uint3
     return spun;
 }
 
+#if !EXCLUSION_OWNED_LOCK
 /// Waits before the caller looks again: a spin hint during the spin, then a yield, then a sleep
 /// that doubles each time, from `EXCLUSION_BACKOFF_FIRST_SLEEP_NS` up to
 /// `EXCLUSION_BACKOFF_LONGEST_SLEEP_NS`.
 void exclusion_backoff_wait(exclusion_backoff *backoff);
+#endif
+
+// MARK: - A lock for a few instructions
+
+#if !EXCLUSION_OWNED_LOCK
+
+/// A lock held for a few instructions at a time (a queue's append, a swap): a waiter backs off
+/// (`exclusion_backoff`) instead of going to sleep in the kernel, as a mutex would.
+typedef struct {
+    uint32_t locked;
+} exclusion_short_lock;
+
+/// Waits for `lock` and takes it: the slow half of `exclusion_short_lock_lock`.
+void exclusion_short_lock_wait(exclusion_short_lock *lock);
+
+static inline void exclusion_short_lock_init(exclusion_short_lock *lock) {
+    lock->locked = 0;
+}
+
+static inline void exclusion_short_lock_lock(exclusion_short_lock *lock) {
+    if (__builtin_expect(__atomic_exchange_n(&lock->locked, 1, __ATOMIC_ACQUIRE) != 0, 0)) {
+        exclusion_short_lock_wait(lock);
+    }
+}
+
+static inline void exclusion_short_lock_unlock(exclusion_short_lock *lock) {
+    __atomic_store_n(&lock->locked, 0, __ATOMIC_RELEASE);
+}
+
+#else
+
+/// Where locks lend priority, a short lock is the system's lock: its holder may be preempted, and
+/// a waiter must lend it priority rather than spin.
+typedef exclusion_system_lock exclusion_short_lock;
+
+static inline void exclusion_short_lock_init(exclusion_short_lock *lock) {
+    exclusion_system_lock_init(lock);
+}
+
+static inline void exclusion_short_lock_lock(exclusion_short_lock *lock) {
+    exclusion_system_lock_lock(lock);
+}
+
+static inline void exclusion_short_lock_unlock(exclusion_short_lock *lock) {
+    exclusion_system_lock_unlock(lock);
+}
+
+#endif
+
+// MARK: - Waiting for another thread's turn
+
+/// Waits while `*word` is `seen`, until `deadline` (0: none); 1 once it changed, 0 if the deadline
+/// passed first. For a wait on a thread that has been woken and must take its turn before others
+/// may (a granted waiter): on Linux it looks again with the back-off; where locks lend priority it
+/// sleeps on the word, lending its priority to `thread` if `lending`. Whoever changes the word
+/// calls `exclusion_word_changed`.
+int exclusion_wait_for_change(uint32_t *word, uint32_t seen, uint64_t deadline, pthread_t thread, int lending);
+
+/// Wakes every thread in `exclusion_wait_for_change` on `word`, after the caller changed it.
+static inline void exclusion_word_changed(uint32_t *word) {
+#if EXCLUSION_OWNED_LOCK
+    exclusion_wake_all(word);
+#else
+    (void)word;  // Linux's waiters look again on their own
+#endif
+}
 
 // MARK: - Short waits kept for a contention profile
 
@@ -279,12 +360,8 @@ static inline int exclusion_short_waits_take(uint32_t place_index, uint64_t tabl
     return sum->table == table ? 1 : 0;
 }
 
-// MARK: - Time
-
-/// Nanoseconds on the monotonic clock (`CLOCK_MONOTONIC`): what every deadline in Exclusion is
-/// measured against, the lock's included.
-uint64_t exclusion_monotonic_now(void);
-
 #include "ExclusionLock.h"
+#include "ExclusionOwnedLock.h"
+#include "ExclusionReadersWriterLock.h"
 
 #endif

@@ -1,21 +1,23 @@
 #ifndef EXCLUSION_LOCK_TESTING_H
 #define EXCLUSION_LOCK_TESTING_H
 
-// Entry points for the lock's tests only, kept out of the shipped header: what a test reads about a
-// lock, and the broken variant a test must catch.
+// Entry points for the locks' tests only, kept out of the shipped headers: what a test reads about
+// a lock, and the broken variants a test must catch.
 
 #include "ExclusionShims.h"
 
-#if defined(__linux__)
-
-/// How many waiters are counted on `lock` right now (without the episode bit).
+/// How many threads wait on `lock` right now, asleep or about to sleep, in a way a release must
+/// look for: on Linux the counted waiters (without the episode bit); on Apple platforms the timed
+/// waiters (untimed ones wait inside the system's lock, which looks after them itself).
 uint32_t exclusion_lock_testing_waiters(exclusion_lock *lock);
+
+/// Gives `lock` back without looking for waiters: the broken variant the wake-up tests must catch.
+void exclusion_lock_testing_release_silently(exclusion_lock *lock);
+
+#if !EXCLUSION_OWNED_LOCK
 
 /// Whether a contention episode is marked on `lock` right now.
 int exclusion_lock_testing_in_episode(exclusion_lock *lock);
-
-/// Gives `lock` back without looking for sleepers: the broken variant the wake-up test must catch.
-void exclusion_lock_testing_release_silently(exclusion_lock *lock);
 
 /// Switches every lock to the symmetric protocol (no membarrier). Only in a process of its own,
 /// before any lock is used.
@@ -25,5 +27,15 @@ void exclusion_lock_testing_use_symmetric_protocol(void);
 int exclusion_lock_testing_is_fenced(void);
 
 #endif
+
+/// Whether `lock` is read-biased right now (a writer that waits for readers has withdrawn it).
+int exclusion_rwlock_testing_is_biased(exclusion_rwlock *lock);
+
+/// Puts a reader in slot `index` of `lock` that has announced itself and not yet looked at the
+/// bias, as a real reader stopped between the two would be.
+void exclusion_rwlock_testing_announce(exclusion_rwlock *lock, int index);
+
+/// That reader leaves, as a real one that saw the bias withdrawn would.
+void exclusion_rwlock_testing_leave(exclusion_rwlock *lock, int index);
 
 #endif

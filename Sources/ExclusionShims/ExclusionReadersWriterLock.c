@@ -1,0 +1,337 @@
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE  // glibc's pthread_rwlock_clock*lock
+#endif
+
+#include "ExclusionReadersWriterLock.h"
+#include "ExclusionShims.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+exclusion_rwlock *exclusion_rwlock_create(void) {
+    void *memory = NULL;
+    if (posix_memalign(&memory, sizeof(exclusion_read_slot), sizeof(exclusion_rwlock)) != 0) {
+        exclusion_fail("Exclusion: out of memory for a readers-writer lock.\n");
+    }
+    exclusion_rwlock *lock = memory;
+    for (int index = 0; index < EXCLUSION_READ_SLOTS; index++) lock->slots[index].value = 0;
+    lock->bias = 1;
+    lock->bias_inhibited_until = 0;
+    lock->revoking = 0;
+#if EXCLUSION_OWNED_LOCK
+    exclusion_lock_init(&lock->writers);
+    lock->readers = 0;
+#else
+    // glibc prefers readers by default, which lets a stream of readers starve a writer.
+    pthread_rwlockattr_t attributes;
+    pthread_rwlockattr_init(&attributes);
+#if defined(__GLIBC__)
+    pthread_rwlockattr_setkind_np(&attributes, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+#endif
+    int status = pthread_rwlock_init(&lock->underlying, &attributes);
+    pthread_rwlockattr_destroy(&attributes);
+    if (status != 0) exclusion_fail("Exclusion: pthread_rwlock_init failed.\n");
+#endif
+    return lock;
+}
+
+void exclusion_rwlock_destroy(exclusion_rwlock *lock) {
+#if !EXCLUSION_OWNED_LOCK
+    pthread_rwlock_destroy(&lock->underlying);
+#endif
+    free(lock);
+}
+
+/// Turns the bias back on if enough time has passed since it was withdrawn; call holding the
+/// underlying lock (shared, or on Apple platforms `writers`), so that no writer is inside.
+static void restore_bias_if_due(exclusion_rwlock *lock) {
+    if (__atomic_load_n(&lock->bias, __ATOMIC_RELAXED)) return;
+    if (exclusion_monotonic_now() >= __atomic_load_n(&lock->bias_inhibited_until, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&lock->bias, 1, __ATOMIC_RELEASE);
+    }
+}
+
+// MARK: - The underlying lock
+
+#if EXCLUSION_OWNED_LOCK
+
+/// `writers` by `deadline` (0: as long as it takes).
+static int take_writers(exclusion_rwlock *lock, uint64_t deadline) {
+    if (deadline == 0) {
+        exclusion_lock_lock(&lock->writers);
+        return 1;
+    }
+    return exclusion_lock_try(&lock->writers) || exclusion_lock_wait_until(&lock->writers, deadline);
+}
+
+/// A slow-path reader counts itself in while it holds `writers`, which no writer then holds.
+static int read_underlying(exclusion_rwlock *lock, uint64_t deadline, int trying) {
+    if (trying ? !exclusion_lock_try(&lock->writers) : !take_writers(lock, deadline)) return 0;
+    __atomic_fetch_add(&lock->readers, 1, __ATOMIC_RELAXED);
+    restore_bias_if_due(lock);
+    exclusion_lock_unlock(&lock->writers);
+    return 1;
+}
+
+void exclusion_rwlock_read_unlock_slowly(exclusion_rwlock *lock) {
+    // The last reader out while a writer waits wakes it: the writer sleeps on `readers` itself, so
+    // a wake-up can't fall between its look and its sleep.
+    if (__atomic_fetch_sub(&lock->readers, 1, __ATOMIC_RELEASE) == (EXCLUSION_READERS_WRITER_WAITS | 1)) {
+        exclusion_wake_one(&lock->readers);
+    }
+}
+
+/// Holding `writers`: waits by `deadline` (0: none) for the slow-path readers inside to leave.
+static int wait_for_readers(exclusion_rwlock *lock, uint64_t deadline) {
+    if (__atomic_load_n(&lock->readers, __ATOMIC_ACQUIRE) == 0) return 1;
+    __atomic_fetch_or(&lock->readers, EXCLUSION_READERS_WRITER_WAITS, __ATOMIC_SEQ_CST);
+    uint32_t readers;
+    while ((readers = __atomic_load_n(&lock->readers, __ATOMIC_ACQUIRE)) != EXCLUSION_READERS_WRITER_WAITS) {
+        if (exclusion_sleep_on(&lock->readers, readers, deadline) == ETIMEDOUT
+            && __atomic_load_n(&lock->readers, __ATOMIC_ACQUIRE) != EXCLUSION_READERS_WRITER_WAITS) {
+            __atomic_fetch_and(&lock->readers, ~EXCLUSION_READERS_WRITER_WAITS, __ATOMIC_RELAXED);
+            return 0;
+        }
+    }
+    // No reader can come in meanwhile: a slow-path reader needs `writers`.
+    __atomic_store_n(&lock->readers, 0, __ATOMIC_RELAXED);
+    return 1;
+}
+
+int exclusion_rwlock_write_begin(exclusion_rwlock *lock, uint64_t deadline) {
+    if (!take_writers(lock, deadline)) return 0;
+    if (wait_for_readers(lock, deadline)) return 1;
+    if (deadline != 0) {
+        exclusion_lock_unlock(&lock->writers);
+        return 0;
+    }
+    return 1;  // not reached: without a deadline the wait ends only when the readers are gone
+}
+
+static int try_write_underlying(exclusion_rwlock *lock) {
+    if (!exclusion_lock_try(&lock->writers)) return 0;
+    if (__atomic_load_n(&lock->readers, __ATOMIC_ACQUIRE) == 0) return 1;
+    exclusion_lock_unlock(&lock->writers);
+    return 0;
+}
+
+static void unlock_write_underlying(exclusion_rwlock *lock) {
+    exclusion_lock_unlock(&lock->writers);
+}
+
+void exclusion_rwlock_wake_writer(exclusion_read_slot *slot) {
+    exclusion_wake_one(&slot->value);
+}
+
+/// Whether slot `index` holds no reader that must be waited for. A reader announces itself before
+/// it checks the bias, and only then reads; one caught in between is waited out, since it may yet
+/// see the bias withdrawn and leave, and failing for it would be a spurious failure. The slot is
+/// marked, and whichever way the reader goes on, it wakes this writer.
+static int slot_is_free(exclusion_rwlock *lock, int index) {
+    uint32_t *value = &lock->slots[index].value;
+    for (;;) {
+        uint32_t seen = __atomic_load_n(value, __ATOMIC_SEQ_CST);
+        if (seen == 0) return 1;
+        if ((seen & ~EXCLUSION_READ_SLOT_WRITER_WAITS) == EXCLUSION_READ_SLOT_READING) return 0;
+        uint32_t marked = seen | EXCLUSION_READ_SLOT_WRITER_WAITS;
+        if (seen == marked || __atomic_compare_exchange_n(value, &seen, marked, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+            (void)exclusion_sleep_on(value, marked, 0);
+        }
+    }
+}
+
+/// Waits by `deadline` (0: none) for slot `index` to empty: marks it, and sleeps on it until the
+/// reader's exit wakes it.
+static int wait_for_slot(exclusion_rwlock *lock, int index, uint64_t deadline) {
+    uint32_t *value = &lock->slots[index].value;
+    uint32_t seen;
+    while ((seen = __atomic_load_n(value, __ATOMIC_ACQUIRE)) != 0) {
+        uint32_t marked = seen | EXCLUSION_READ_SLOT_WRITER_WAITS;
+        if (seen != marked
+            && !__atomic_compare_exchange_n(value, &seen, marked, 0, __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE)) {
+            continue;  // the reader moved on meanwhile: look again
+        }
+        if (exclusion_sleep_on(value, marked, deadline) == ETIMEDOUT && __atomic_load_n(value, __ATOMIC_ACQUIRE) != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+#else
+
+/// The moment `deadline` as the POSIX timed waits take it: on CLOCK_MONOTONIC where glibc has the
+/// clock-taking calls, on CLOCK_REALTIME elsewhere.
+static struct timespec timespec_for(uint64_t deadline) {
+#if defined(__GLIBC__)
+    struct timespec at = {(time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u)};
+#else
+    struct timespec at;
+    (void)clock_gettime(CLOCK_REALTIME, &at);
+    uint64_t moment = (uint64_t)at.tv_sec * 1000000000u + (uint64_t)at.tv_nsec + exclusion_nanoseconds_until(deadline);
+    at.tv_sec = (time_t)(moment / 1000000000u);
+    at.tv_nsec = (long)(moment % 1000000000u);
+#endif
+    return at;
+}
+
+static int read_underlying(exclusion_rwlock *lock, uint64_t deadline, int trying) {
+    int status;
+    if (trying) {
+        status = pthread_rwlock_tryrdlock(&lock->underlying);
+    } else if (deadline == 0) {
+        status = pthread_rwlock_rdlock(&lock->underlying);
+    } else {
+        struct timespec at = timespec_for(deadline);
+#if defined(__GLIBC__)
+        status = pthread_rwlock_clockrdlock(&lock->underlying, CLOCK_MONOTONIC, &at);
+#else
+        status = pthread_rwlock_timedrdlock(&lock->underlying, &at);
+#endif
+    }
+    if (status != 0) return 0;
+    restore_bias_if_due(lock);
+    return 1;
+}
+
+void exclusion_rwlock_read_unlock_slowly(exclusion_rwlock *lock) {
+    pthread_rwlock_unlock(&lock->underlying);
+}
+
+int exclusion_rwlock_write_begin(exclusion_rwlock *lock, uint64_t deadline) {
+    if (deadline == 0) return pthread_rwlock_wrlock(&lock->underlying) == 0;
+    struct timespec at = timespec_for(deadline);
+#if defined(__GLIBC__)
+    return pthread_rwlock_clockwrlock(&lock->underlying, CLOCK_MONOTONIC, &at) == 0;
+#else
+    return pthread_rwlock_timedwrlock(&lock->underlying, &at) == 0;
+#endif
+}
+
+static int try_write_underlying(exclusion_rwlock *lock) {
+    return pthread_rwlock_trywrlock(&lock->underlying) == 0;
+}
+
+static void unlock_write_underlying(exclusion_rwlock *lock) {
+    pthread_rwlock_unlock(&lock->underlying);
+}
+
+void exclusion_rwlock_wake_writer(exclusion_read_slot *slot) {
+    (void)slot;  // Linux's writers don't sleep on slots
+}
+
+/// Whether slot `index` holds no reader that must be waited for. A reader announces itself before
+/// it checks the bias, and only then reads; one caught in between is waited out (a few
+/// instructions), since it may yet see the bias withdrawn and leave, and failing for it would be a
+/// spurious failure.
+static int slot_is_free(exclusion_rwlock *lock, int index) {
+    exclusion_backoff backoff = {0};
+    for (;;) {
+        switch (__atomic_load_n(&lock->slots[index].value, __ATOMIC_SEQ_CST)) {
+        case 0: return 1;
+        case EXCLUSION_READ_SLOT_READING: return 0;
+        default: exclusion_backoff_wait(&backoff);
+        }
+    }
+}
+
+/// Waits by `deadline` (0: none) for slot `index` to empty, looking again with the back-off: a
+/// fast-path read is short.
+static int wait_for_slot(exclusion_rwlock *lock, int index, uint64_t deadline) {
+    exclusion_backoff backoff = {0};
+    while (__atomic_load_n(&lock->slots[index].value, __ATOMIC_SEQ_CST) != 0) {
+        if (deadline != 0 && exclusion_monotonic_now() >= deadline) return 0;
+        exclusion_backoff_wait(&backoff);
+    }
+    return 1;
+}
+
+#endif
+
+// MARK: - Readers
+
+int exclusion_rwlock_read(exclusion_rwlock *lock, uint32_t thread) {
+    int ticket = exclusion_rwlock_read_quickly(lock, thread);
+    if (ticket >= 0) return ticket;
+    (void)read_underlying(lock, 0, 0);
+    return EXCLUSION_READ_SLOW;
+}
+
+int exclusion_rwlock_read_until(exclusion_rwlock *lock, uint32_t thread, uint64_t deadline) {
+    int ticket = exclusion_rwlock_read_quickly(lock, thread);
+    if (ticket >= 0) return ticket;
+    return read_underlying(lock, deadline, 0) ? EXCLUSION_READ_SLOW : -1;
+}
+
+int exclusion_rwlock_try_read(exclusion_rwlock *lock, uint32_t thread) {
+    int ticket = exclusion_rwlock_read_quickly(lock, thread);
+    if (ticket >= 0) return ticket;
+    return read_underlying(lock, 0, 1) ? EXCLUSION_READ_SLOW : -1;
+}
+
+// MARK: - Writers
+
+int exclusion_rwlock_write_revoke(exclusion_rwlock *lock, uint64_t deadline) {
+    uint64_t start = 0;
+    if (__atomic_load_n(&lock->bias, __ATOMIC_RELAXED)) {
+        start = exclusion_monotonic_now();
+        __atomic_store_n(&lock->bias, 0, __ATOMIC_SEQ_CST);
+    } else if (!lock->revoking) {
+        return 1;  // readers that find no bias only pass through the slots, reading nothing
+    }
+    for (int index = 0; index < EXCLUSION_READ_SLOTS; index++) {
+        if (!wait_for_slot(lock, index, deadline)) {
+            // Still withdrawn: the caller lets go (a timed write) or waits on (a watched one).
+            lock->revoking = 1;
+            return 0;
+        }
+    }
+    lock->revoking = 0;
+    if (start != 0) {
+        uint64_t end = exclusion_monotonic_now();
+        __atomic_store_n(&lock->bias_inhibited_until, end + (end - start) * 9, __ATOMIC_RELAXED);
+    }
+    return 1;
+}
+
+void exclusion_rwlock_write(exclusion_rwlock *lock) {
+    (void)exclusion_rwlock_write_begin(lock, 0);
+    (void)exclusion_rwlock_write_revoke(lock, 0);
+}
+
+int exclusion_rwlock_write_if_free(exclusion_rwlock *lock) {
+    if (!try_write_underlying(lock)) return 0;
+    (void)exclusion_rwlock_write_revoke(lock, 0);
+    return 1;
+}
+
+int exclusion_rwlock_try_write(exclusion_rwlock *lock) {
+    if (!try_write_underlying(lock)) return 0;
+    if (!__atomic_load_n(&lock->bias, __ATOMIC_RELAXED)) return 1;
+    __atomic_store_n(&lock->bias, 0, __ATOMIC_SEQ_CST);
+    for (int index = 0; index < EXCLUSION_READ_SLOTS; index++) {
+        if (!slot_is_free(lock, index)) {
+            // A fast-path reader is inside: undo, as if the lock had been busy.
+            __atomic_store_n(&lock->bias, 1, __ATOMIC_RELEASE);
+            unlock_write_underlying(lock);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int exclusion_rwlock_write_until(exclusion_rwlock *lock, uint64_t deadline) {
+    if (!exclusion_rwlock_write_begin(lock, deadline)) return 0;
+    if (exclusion_rwlock_write_revoke(lock, deadline)) return 1;
+    // Readers that saw the bias withdrawn wait on the underlying lock, which is given up right
+    // after; readers inside carry on.
+    lock->revoking = 0;
+    __atomic_store_n(&lock->bias, 1, __ATOMIC_RELEASE);
+    unlock_write_underlying(lock);
+    return 0;
+}
+
+void exclusion_rwlock_write_unlock(exclusion_rwlock *lock) {
+    unlock_write_underlying(lock);
+}

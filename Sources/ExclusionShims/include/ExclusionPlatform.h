@@ -1,0 +1,162 @@
+#ifndef EXCLUSION_PLATFORM_H
+#define EXCLUSION_PLATFORM_H
+
+// What Exclusion asks of the operating system, in one place: which of its two lock designs a build
+// uses, how a thread sleeps until a word changes and how it is woken, the lock the system offers,
+// how a waiting thread lends its priority, and the clock. Everything above this header is the same
+// code on every platform.
+
+#include <pthread.h>
+#include <stdint.h>
+
+#if !defined(__APPLE__) && !defined(__linux__)
+#error "Exclusion builds for Apple platforms and Linux."
+#endif
+
+/// 1 where the locks are built on the system's owner-tracking lock, as on Apple platforms: an
+/// untimed wait sleeps inside that lock, which lends the waiter's priority to the thread holding
+/// it, and nothing spins, yields or polls (`ExclusionOwnedLock.h`). 0 for Linux's own lock, which
+/// spins before it sleeps and gives the lock back with a plain store (`ExclusionLock.h`).
+///
+/// `EXCLUSION_PORTABLE_LOCK` (defined for C and Swift alike: `-Xcc -DEXCLUSION_PORTABLE_LOCK
+/// -Xswiftc -DEXCLUSION_PORTABLE_LOCK`) builds the Apple design on Linux, with stand-ins for the two
+/// system calls it rests on, so that its logic is tested where there is no Mac.
+#if defined(__APPLE__) || defined(EXCLUSION_PORTABLE_LOCK)
+#define EXCLUSION_OWNED_LOCK 1
+#else
+#define EXCLUSION_OWNED_LOCK 0
+#endif
+
+// MARK: - Time
+
+/// Nanoseconds on the monotonic clock (`CLOCK_MONOTONIC`): what every deadline in Exclusion is
+/// measured against. A deadline of 0 means none.
+uint64_t exclusion_monotonic_now(void);
+
+/// Nanoseconds from now until `deadline` (0 once it has passed), for the system calls that take a
+/// timeout instead of a moment.
+uint64_t exclusion_nanoseconds_until(uint64_t deadline);
+
+// MARK: - Sleeping on a word
+
+/// Sleeps while `*word` is `expected`, until another thread wakes the word or `deadline` passes
+/// (0: no deadline). Returns 0 when woken, when the word no longer held `expected`, or spuriously,
+/// and `ETIMEDOUT` once the deadline has passed: the caller looks at what it waits for again either
+/// way. Linux's futex; `os_sync_wait_on_address` on Apple platforms (macOS 14.4, iOS 17.4).
+int exclusion_sleep_on(uint32_t *word, uint32_t expected, uint64_t deadline);
+
+/// Wakes one thread sleeping on `word`, if one does.
+void exclusion_wake_one(uint32_t *word);
+
+/// Wakes every thread sleeping on `word`.
+void exclusion_wake_all(uint32_t *word);
+
+// MARK: - The system's lock
+
+#if EXCLUSION_OWNED_LOCK
+
+#if defined(__APPLE__)
+#include <os/lock.h>
+
+/// `os_unfair_lock`: it records its owner, and a thread that waits for it lends the owner its
+/// priority. Giving it back is an atomic exchange with releasing order (libplatform's
+/// `os_unfair_lock_unlock`), which the owned lock's release relies on (`ExclusionOwnedLock.h`).
+typedef os_unfair_lock exclusion_system_lock;
+
+static inline void exclusion_system_lock_init(exclusion_system_lock *lock) {
+    *lock = OS_UNFAIR_LOCK_INIT;
+}
+
+static inline int exclusion_system_lock_try(exclusion_system_lock *lock) {
+    return os_unfair_lock_trylock(lock);
+}
+
+static inline void exclusion_system_lock_lock(exclusion_system_lock *lock) {
+    os_unfair_lock_lock(lock);
+}
+
+static inline void exclusion_system_lock_unlock(exclusion_system_lock *lock) {
+    os_unfair_lock_unlock(lock);
+}
+
+#else
+
+/// The stand-in for `os_unfair_lock` in the portable build: a Linux priority-inheriting futex, of
+/// the same shape. The word holds its owner's thread ID (and the kernel's waiters bit); a thread
+/// that waits sleeps in the kernel, which lends the owner its priority; giving it back is an atomic
+/// read-modify-write; and giving back a lock the thread doesn't own stops the process, as
+/// `os_unfair_lock` does. Unlike `os_unfair_lock`, the kernel hands a contended lock straight to
+/// its first waiter.
+typedef struct {
+    uint32_t owner;
+} exclusion_system_lock;
+
+/// The calling thread's ID, as the kernel knows it; read once per thread.
+uint32_t exclusion_system_thread_id_slow(void);
+extern _Thread_local uint32_t exclusion_system_thread_id __attribute__((tls_model("initial-exec")));
+
+static inline uint32_t exclusion_system_thread(void) {
+    uint32_t id = exclusion_system_thread_id;
+    return __builtin_expect(id != 0, 1) ? id : exclusion_system_thread_id_slow();
+}
+
+/// Sleeps in the kernel until the lock is this thread's.
+void exclusion_system_lock_wait(exclusion_system_lock *lock);
+
+/// Gives a lock back that a thread waits for, or stops the process if this thread doesn't own it.
+void exclusion_system_lock_hand_over(exclusion_system_lock *lock);
+
+static inline void exclusion_system_lock_init(exclusion_system_lock *lock) {
+    lock->owner = 0;
+}
+
+static inline int exclusion_system_lock_try(exclusion_system_lock *lock) {
+    uint32_t expected = 0;
+    return __atomic_compare_exchange_n(
+        &lock->owner, &expected, exclusion_system_thread(), 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+static inline void exclusion_system_lock_lock(exclusion_system_lock *lock) {
+    if (__builtin_expect(!exclusion_system_lock_try(lock), 0)) {
+        exclusion_system_lock_wait(lock);
+    }
+}
+
+static inline void exclusion_system_lock_unlock(exclusion_system_lock *lock) {
+    uint32_t expected = exclusion_system_thread();
+    if (__builtin_expect(
+            !__atomic_compare_exchange_n(&lock->owner, &expected, 0, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED), 0)) {
+        exclusion_system_lock_hand_over(lock);
+    }
+}
+
+#endif
+
+// MARK: - Lending priority
+
+/// A loan of the calling thread's priority to another thread, while the caller waits for that
+/// thread to do something that no lock of its own stands for (a woken waiter's turn).
+#if defined(__APPLE__)
+#include <pthread/qos.h>
+typedef pthread_override_t exclusion_priority_loan;
+#else
+typedef void *exclusion_priority_loan;
+#endif
+
+/// Lends the calling thread's priority (its quality of service) to `thread` until the loan ends;
+/// NULL if there is nothing to lend. On Apple platforms `pthread_override_qos_class_start_np`; the
+/// portable build has no quality of service to lend, and lends nothing.
+exclusion_priority_loan exclusion_lend_priority(pthread_t thread);
+
+/// Ends a loan from `exclusion_lend_priority` (nothing for NULL).
+void exclusion_end_loan(exclusion_priority_loan loan);
+
+#endif
+
+// MARK: - Failing
+
+/// Stops the process with `message` on standard error: what a lock does when the system refuses
+/// a call that leaves no correct way to wait or wake. Better a message than a hang.
+__attribute__((noreturn)) void exclusion_fail(const char *message);
+
+#endif
