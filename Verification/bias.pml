@@ -1,5 +1,5 @@
 /*
- * The read bias of _ReadersWriterLock (Sources/Exclusion/Internal/ReadersWriterLock.swift) as a
+ * The read bias of exclusion_rwlock (Sources/ExclusionShims/ExclusionReadersWriterLock.{h,c}) as a
  * Promela model, for Spin: the BRAVO protocol on top of a readers-writer lock that is assumed
  * correct (modelled as two counters changed atomically).
  *

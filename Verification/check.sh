@@ -59,6 +59,23 @@ check bias.pml fails READER_NO_RECHECK
 check bias.pml fails READER_PLAIN_ANNOUNCE
 check bias.pml fails WRITER_PLAIN_REVOKE
 check bias.pml fails WRITER_IGNORES_ANNOUNCING
+check owned-lock.pml holds
+check owned-lock.pml fails PLAIN_STORE_UNLOCK
+check owned-lock.pml fails READ_TIMED_BEFORE_UNLOCK
+check owned-lock.pml fails COUNT_AFTER_TRY
+check owned-lock.pml fails NO_CLEAR_BEFORE_TRY
+check owned-lock.pml fails CLEAR_ON_EXIT
+check owned-lock.pml fails LEAVE_WITHOUT_TRY
+check owned-readers.pml holds
+check owned-readers.pml fails READER_LEAVES_WITH_STORE
+check owned-readers.pml fails READER_OVERWRITES_MARK
+check owned-readers.pml fails WRITER_SLEEPS_UNMARKED
+check owned-readers.pml fails LAST_READER_DOES_NOT_WAKE
+check owned-readers.pml fails WRITER_SKIPS_SLOW_READERS
+check grant.pml holds
+check grant.pml fails WAKE_BEFORE_COUNT
+check grant.pml fails COUNT_READ_UNLOCKED
+check grant.pml fails NO_GRANTEE_CHECK
 if [ "$failures" -ne 0 ]; then
     echo "$failures configuration(s) did not come out as expected" >&2
     exit 1

@@ -1,0 +1,107 @@
+/*
+ * Backing off for a granted waiter (Sources/Exclusion/Internal/Engine+Waiting.swift
+ * `_backOffForGrantee`, WaitList.swift `grantToWaitFor` and `_endGrant`, and
+ * `exclusion_wait_for_change` in ExclusionShims.c) as a Promela model, for Spin: where locks lend
+ * priority (Apple platforms), an access that found the state promised to a woken waiter sleeps on
+ * a count of ended grants until the grant ends, instead of looking again and again.
+ *
+ * The state's lock and the wait list's lock are assumed correct. The grantee holds a grant, then
+ * either takes the state and takes the grant up (with the state held), or gives up without the
+ * state (its deadline passed); either way the grant ends under the wait list's lock, the count goes
+ * up, and every sleeper is woken. Two other threads access the state twice each, backing off while
+ * it is promised. Sequentially consistent: every write is made under a lock or is an atomic
+ * addition; a sleep compares and blocks in one step; a wake unblocks every sleeper on the count.
+ *
+ * Checked: nobody changes the state while it is promised (the assertion), and no lost wake-up: a
+ * thread asleep for good once the grantee is done is an invalid end state. `check.sh` runs it as
+ * written and each broken variant below, which must fail.
+ *
+ *   WAKE_BEFORE_COUNT       broken: the grant's end wakes the sleepers before it counts
+ *   COUNT_READ_UNLOCKED     broken: a thread reads the count after letting go of the state
+ *   NO_GRANTEE_CHECK        broken: a thread waits for a change even when the grant has ended
+ */
+
+bit state;                      /* the state's lock */
+bit list;                       /* the wait list's lock */
+bit reserved = 1;
+bit granted = 1;                /* the grantee still holds its grant (`_grantee != nil`) */
+byte ended;
+bit sleeping[2];
+byte changing;
+
+inline end_grant() {
+    atomic { list == 0 -> list = 1 };
+    granted = 0;
+    reserved = 0;
+#ifdef WAKE_BEFORE_COUNT
+    atomic { sleeping[0] = 0; sleeping[1] = 0 };
+    ended++;
+#else
+    ended++;
+    atomic { sleeping[0] = 0; sleeping[1] = 0 };
+#endif
+    list = 0
+}
+
+proctype Grantee() {
+    if
+    :: atomic { state == 0 -> state = 1 };          /* takes the state, then the grant */
+        end_grant();
+        atomic { changing++; assert(changing == 1) };
+        changing--;
+        state = 0
+    :: end_grant()                                  /* gives up: its deadline passed */
+    fi
+}
+
+proctype Other(byte i) {
+    byte n = 0;
+    byte seen;
+    bit promised;
+    do
+    :: n < 2 ->
+        atomic { state == 0 -> state = 1 };
+        do
+        :: reserved ->
+            /* grantToWaitFor, with the state held */
+            atomic { list == 0 -> list = 1 };
+            promised = granted;
+            seen = ended;
+            list = 0;
+#ifdef NO_GRANTEE_CHECK
+            promised = 1;
+#endif
+            state = 0;
+#ifdef COUNT_READ_UNLOCKED
+            seen = ended;
+#endif
+            if
+            :: promised ->
+                /* exclusion_wait_for_change: sleeps while the count is what it saw */
+                atomic {
+                    if
+                    :: ended == seen -> sleeping[i] = 1
+                    :: else -> skip
+                    fi
+                };
+                sleeping[i] == 0
+            :: else -> skip
+            fi;
+            atomic { state == 0 -> state = 1 }
+        :: else -> break
+        od;
+        atomic { changing++; assert(changing == 1 && !reserved) };
+        changing--;
+        state = 0;
+        n++
+    :: else -> break
+    od
+}
+
+init {
+    atomic {
+        run Grantee();
+        run Other(0);
+        run Other(1)
+    }
+}
