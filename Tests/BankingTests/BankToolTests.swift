@@ -1,3 +1,5 @@
+// Runs the tool in a process of its own: only where a test can start one.
+#if CHILD_PROCESSES
 import Foundation
 import Testing
 import ToolTesting
@@ -110,3 +112,4 @@ struct BankToolTests {
         #expect(run.errors.contains("Error:"))
     }
 }
+#endif

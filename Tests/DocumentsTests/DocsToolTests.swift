@@ -1,3 +1,5 @@
+// Runs the tool in a process of its own: only where a test can start one.
+#if CHILD_PROCESSES
 import Foundation
 import Testing
 import ToolTesting
@@ -255,3 +257,4 @@ struct DocsToolTests {
         #expect(store.entries.allSatisfy { $0.hasPrefix("documents.sqlite") })
     }
 }
+#endif
