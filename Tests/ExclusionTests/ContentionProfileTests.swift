@@ -355,10 +355,13 @@ struct ContentionProfileTests {
         var damaged = good
         damaged[damaged.endIndex - 8] ^= 1  // the trailer's CRC-32
         #expect(throws: GzipError.checksumMismatch) { try gunzipWithFoundation(damaged) }
-        // Every optional header field (RFC 1952): extra (2-byte length first), name, comment, header CRC.
+        // Every optional header field (RFC 1952), in its order, announced by the flags byte.
         var header = [UInt8](good.prefix(10))
         header[3] |= 0x1E
-        header += [3, 0, 1, 2, 3] + Array("profile.pb\0".utf8) + Array("comment\0".utf8) + [0xAB, 0xCD]
+        header += [3, 0, 1, 2, 3]  // extra: its length, then that many bytes
+        header += Array("profile.pb\0".utf8)  // name
+        header += Array("comment\0".utf8)  // comment
+        header += [0xAB, 0xCD]  // header CRC, which the reader doesn't check
         #expect(try gunzipWithFoundation(Data(header) + good.dropFirst(10)) == gunzipWithTheGzipTool(good))
     }
     #endif

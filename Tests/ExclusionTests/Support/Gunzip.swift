@@ -49,7 +49,8 @@ func gunzipWithTheGzipTool(_ data: Data) throws -> [UInt8] {
 func gunzipWithFoundation(_ data: Data) throws -> [UInt8] {
     let bytes = [UInt8](data)
     let deflated = try deflateData(ofGzipMember: bytes)
-    let inflated = [UInt8](try (Data(bytes[deflated]) as NSData).decompressed(using: .zlib) as Data)
+    let compressed = Data(bytes[deflated]) as NSData
+    let inflated = [UInt8](try compressed.decompressed(using: .zlib) as Data)
     let trailer = bytes[deflated.upperBound...]
     guard crc32(inflated) == littleEndian(trailer.prefix(4)),
         UInt32(truncatingIfNeeded: inflated.count) == littleEndian(trailer.suffix(4))
