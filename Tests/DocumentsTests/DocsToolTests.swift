@@ -1,3 +1,5 @@
+// Runs the tool in a process of its own: only where a test can start one.
+#if CHILD_PROCESSES
 import Foundation
 import Testing
 import ToolTesting
@@ -115,12 +117,28 @@ struct DocsToolTests {
         let store = TemporaryFolder("docs-store")
         defer { store.remove() }
         for number in 0..<200 { input.file("doc-\(number).txt", "words \(number)") }
+        let output = TemporaryFolder("docs-output")
+        defer { output.remove() }
         let s = store.url.path
         let i = input.url.path
 
-        let full = try shell(#""$TOOL" --store "\#(s)" import "\#(i)" > /dev/full"#)
-        #expect(full.status == 1)
-        #expect(full.errors.contains("No space left on device"))
+        // Output appended to a file already as large as the tool may make one (`ulimit -f`, in KiB),
+        // which works on every platform: with SIGXFSZ ignored (which the tool inherits), each write
+        // fails with EFBIG. The limit is far above what the store needs, whose writes go through.
+        let atTheLimit = output.file("output", bytes: Data())
+        let handle = try FileHandle(forWritingTo: atTheLimit)
+        try handle.truncate(atOffset: 64 << 20)
+        try handle.close()
+        let o = atTheLimit.path
+        let tooLarge = try shell(#"trap '' XFSZ; ulimit -f 65536; "$TOOL" --store "\#(s)" import "\#(i)" >> "\#(o)""#)
+        #expect(tooLarge.status == 1)
+        #expect(tooLarge.errors.contains("cannot write the output: File too large"), "\(tooLarge.errors)")
+        #expect(try docs(["--store", s, "list"]).output.split(separator: "\n").count == 200)
+        if FileManager.default.fileExists(atPath: "/dev/full") {  // Linux's device that is always full
+            let full = try shell(#""$TOOL" --store "\#(s)" import "\#(i)" > /dev/full"#)
+            #expect(full.status == 1)
+            #expect(full.errors.contains("No space left on device"))
+        }
         // Progress into a pipe whose reader leaves after one line.
         let piped = try shell(#""$TOOL" --store "\#(s)" import "\#(i)" 2>&1 | head -1; exit ${PIPESTATUS[0]}"#)
         // Its summary meets a closed pipe (so it exits 1); what counts is that all 200 are stored.
@@ -255,3 +273,4 @@ struct DocsToolTests {
         #expect(store.entries.allSatisfy { $0.hasPrefix("documents.sqlite") })
     }
 }
+#endif

@@ -2,44 +2,19 @@ import Dispatch
 import ExclusionTestSupport
 import Foundation
 import GRDB
-import Synchronization
 import Testing
 
 @testable import Documents
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 private let text = Data("some words here".utf8)
-
-/// The kernel's number for the calling thread (Linux).
-private func currentThreadID() -> Int32 {
-    // /proc/thread-self links to PID/task/TID.
-    let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")) ?? ""
-    return Int32(target.split(separator: "/").last ?? "") ?? 0
-}
-
-/// Whether the thread `tid` of this process sleeps in a timed sleep right now: where SQLite's busy
-/// handler waits for another connection's write lock (Linux).
-private func isSleeping(_ tid: Int32) -> Bool {
-    guard let call = try? String(contentsOfFile: "/proc/self/task/\(tid)/syscall", encoding: .utf8) else {
-        return false
-    }
-    let number = call.split(separator: " ").first.flatMap { Int($0) }
-    #if arch(x86_64)
-    return number == 230 || number == 35  // clock_nanosleep, nanosleep
-    #else
-    return number == 115 || number == 101
-    #endif
-}
 
 @Suite("Document store", .timeLimit(.minutes(5)))
 struct DocumentStoreTests {
     @Test func aReadDoesNotWaitForACommitThatWaitsForTheDatabase() async throws {
         let folder = TemporaryFolder()
         defer { folder.remove() }
-        let manager = try DocumentManager(directory: folder.url)
+        // Its connections tell when the committing thread below sleeps in SQLite's busy handler.
+        let manager = try SQLiteSleeps.watching { try DocumentManager(directory: folder.url) }
         _ = try await manager.save(text, as: "first.txt")
         // Another connection holds the write lock, so the next commit waits in SQLite.
         let other = try DatabaseQueue(path: folder.url.appendingPathComponent(DocumentStore.fileName).path)
@@ -53,10 +28,9 @@ struct DocumentStoreTests {
             }
         }
         #expect(await eventually { locked.isRaised })
-        let committer = Atomic<Int32>(0)
         let saved = Countdown(1)
         onNewThread {
-            committer.store(currentThreadID(), ordering: .sequentiallyConsistent)
+            SQLiteSleeps.watchThisThread()
             // SQLite gives up after the store's busy timeout (60 s); on a machine slow enough (TSan,
             // two cores, the whole suite) the test may not have let go by then: try again.
             for _ in 0..<5 {
@@ -67,8 +41,7 @@ struct DocumentStoreTests {
             saved.arrive()
         }
         // The commit is waiting for the database: the registry must be free all the while.
-        #expect(await eventually { committer.load(ordering: .sequentiallyConsistent) != 0 })
-        #expect(await eventually { isSleeping(committer.load(ordering: .sequentiallyConsistent)) })
+        #expect(await eventually { SQLiteSleeps.watchedThreadSleeps })
         let names = manager.registry.readIfAvailable { $0.names }
         #expect(names == ["first.txt"])  // nil on the engine that held the registry through commits
         #expect(await onItsOwnThread { manager.allDocs } == ["first.txt"])

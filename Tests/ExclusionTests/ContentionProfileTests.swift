@@ -311,6 +311,8 @@ struct ContentionProfileTests {
         withKnownIssue("short waits added up not added when the profile stops") { #expect(reached) }
     }
 
+    // Where the tests can decompress gzip (Support/Gunzip.swift).
+    #if CHILD_PROCESSES || canImport(Darwin)
     @Test func thePprofFileDecodesWithItsSampleTypesAndLabels() async throws {
         let (hot, cold) = (unique("hot"), unique("cold"))
         let (report, _) = await knownWorkload(hot: Exclusive(0, label: hot), cold: Exclusive(0, label: cold))
@@ -340,6 +342,29 @@ struct ContentionProfileTests {
         bytes.removeLast(3)  // a protobuf cut short
         #expect(throws: (any Error).self) { try Pprof(protobuf: bytes) }
     }
+    #endif
+
+    #if CHILD_PROCESSES && canImport(Darwin)
+    @Test func foundationsGunzipReadsWhatTheGzipToolReads() async throws {
+        // iOS decompresses the profile with Foundation, having no `gzip` to run: checked here.
+        let (report, _) = await knownWorkload(
+            hot: Exclusive(0, label: unique("hot")), cold: Exclusive(0, label: unique("cold")))
+        let good = report.pprof()
+        #expect(try gunzipWithFoundation(good) == gunzipWithTheGzipTool(good))
+        #expect(throws: (any Error).self) { try gunzipWithFoundation(good.dropLast(9)) }  // cut short
+        var damaged = good
+        damaged[damaged.endIndex - 8] ^= 1  // the trailer's CRC-32
+        #expect(throws: GzipError.checksumMismatch) { try gunzipWithFoundation(damaged) }
+        // Every optional header field (RFC 1952), in its order, announced by the flags byte.
+        var header = [UInt8](good.prefix(10))
+        header[3] |= 0x1E
+        header += [3, 0, 1, 2, 3]  // extra: its length, then that many bytes
+        header += Array("profile.pb\0".utf8)  // name
+        header += Array("comment\0".utf8)  // comment
+        header += [0xAB, 0xCD]  // header CRC, which the reader doesn't check
+        #expect(try gunzipWithFoundation(Data(header) + good.dropFirst(10)) == gunzipWithTheGzipTool(good))
+    }
+    #endif
 
     @Test func samplingOneInNRecordsEveryNthWaitAndScalesItBackUp() {
         // The table alone, so that the count of waits is known: of five waits at one site, one in
@@ -391,27 +416,9 @@ struct ContentionProfileTests {
 
 // MARK: - Reading pprof back
 
-/// Decompresses gzip data with the system's `gzip`.
-private func gunzip(_ data: Data) throws -> [UInt8] {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["gzip", "-dc"]
-    let input = Pipe()
-    let output = Pipe()
-    process.standardInput = input
-    process.standardOutput = output
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    input.fileHandleForWriting.write(data)
-    try input.fileHandleForWriting.close()
-    let bytes = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { throw PprofError.notGzip }
-    return Array(bytes)
-}
-
+// Where the tests can decompress gzip (Support/Gunzip.swift).
+#if CHILD_PROCESSES || canImport(Darwin)
 enum PprofError: Error {
-    case notGzip
     case truncated
     case badWireType(Int)
     case badIndex
@@ -546,3 +553,4 @@ struct Pprof {
         }
     }
 }
+#endif

@@ -120,6 +120,8 @@ struct LockTests {
         #expect(wait.map { $0.start <= $0.took && $0.took <= $0.returned } == true)
     }
 
+    // In processes of their own: only where a test can start one.
+    #if CHILD_PROCESSES
     @Test func aContentionEpisodeIsFencedOnceAndEndsWhenTheLockIsQuiet() async throws {
         try #require(exclusion_lock_testing_is_fenced() != 0, "membarrier is not used on this machine")
         // In a process of its own, so that no other test's lock fences meanwhile.
@@ -164,6 +166,7 @@ struct LockTests {
             exit(excludes && wakes && symmetric ? EXIT_SUCCESS : EXIT_FAILURE)
         }
     }
+    #endif
 }
 
 /// A counter that the threads of `lostUpdates` change by a load and, a little later, a store, not

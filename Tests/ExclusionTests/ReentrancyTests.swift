@@ -5,12 +5,48 @@ import Foundation
 import Testing
 
 // Every re-entrant shape must stop the process with a message that names the instance and the fix,
-// never hang. Each test runs the mistake in a child process and reads its standard error.
+// never hang. Each such test runs the mistake in a child process and reads its standard error, so it
+// runs only where a test can start one; what is allowed (async work started inside) runs everywhere.
 
 struct Ledger: Sendable {
     var balance = 0
 }
 
+private func startTaskInsideAccess(_ ledger: Exclusive<Ledger>) -> Task<Int, Never> {
+    ledger.access { state in
+        state.balance = 1
+        return Task { await ledger.access { $0.balance } }
+    }
+}
+
+private func submitInsideAccess(_ ledger: Exclusive<Ledger>) {
+    ledger.access { _ in ledger.accessAsync { $0.balance += 1 } }
+}
+
+private func startTaskInsideWrite(_ index: ReadersWriter<[String]>) -> Task<Int, Never> {
+    index.write { state in
+        state.append("a")
+        return Task { await index.read { $0.count } }
+    }
+}
+
+@Suite("Re-entrancy", .serialized, .timeLimit(.minutes(10)))
+struct ReentrancyTests {
+    @Test func awaitedAccessFromATaskStartedInsideIsNotReentrant() async {
+        // Starting async work from inside an access is allowed: it runs after the access.
+        let ledger = Exclusive(Ledger())
+        #expect(await startTaskInsideAccess(ledger).value == 1)
+        submitInsideAccess(ledger)
+        #expect(await ledger.access { $0.balance } == 2)
+    }
+
+    @Test func awaitedReadStartedInsideAWriteRunsAfterIt() async {
+        // A synchronous body can't await; a task it starts awaits its own turn after the write.
+        #expect(await startTaskInsideWrite(ReadersWriter([String]())).value == 1)
+    }
+}
+
+#if CHILD_PROCESSES
 // The mistakes, as a synchronous caller makes them (in async code the accessors await instead).
 
 private func accessInAccess() {
@@ -58,24 +94,6 @@ private func writeInReadAsync() {
     index.readAsync(deliverOn: .global(), { _ in index.write { $0.append("x") } }) { _ in }
 }
 
-private func startTaskInsideAccess(_ ledger: Exclusive<Ledger>) -> Task<Int, Never> {
-    ledger.access { state in
-        state.balance = 1
-        return Task { await ledger.access { $0.balance } }
-    }
-}
-
-private func submitInsideAccess(_ ledger: Exclusive<Ledger>) {
-    ledger.access { _ in ledger.accessAsync { $0.balance += 1 } }
-}
-
-private func startTaskInsideWrite(_ index: ReadersWriter<[String]>) -> Task<Int, Never> {
-    index.write { state in
-        state.append("a")
-        return Task { await index.read { $0.count } }
-    }
-}
-
 private func expectReentrancyMessage(
     _ result: ExitTest.Result?, type: String, label: String, attempted: String,
     sourceLocation: SourceLocation = #_sourceLocation
@@ -90,8 +108,7 @@ private func expectReentrancyMessage(
     }
 }
 
-@Suite("Re-entrancy", .serialized, .timeLimit(.minutes(10)))
-struct ReentrancyTests {
+extension ReentrancyTests {
     @Test func accessInsideAccess() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             accessInAccess()
@@ -113,14 +130,6 @@ struct ReentrancyTests {
             try await Task.sleep(for: .seconds(120))  // the access stops the process long before
         }
         expectReentrancyMessage(result, type: "Exclusive<Ledger>", label: "bank ledger", attempted: "access")
-    }
-
-    @Test func awaitedAccessFromATaskStartedInsideIsNotReentrant() async {
-        // Starting async work from inside an access is allowed: it runs after the access.
-        let ledger = Exclusive(Ledger())
-        #expect(await startTaskInsideAccess(ledger).value == 1)
-        submitInsideAccess(ledger)
-        #expect(await ledger.access { $0.balance } == 2)
     }
 
     @Test func writeInsideRead() async {
@@ -172,9 +181,5 @@ struct ReentrancyTests {
         expectReentrancyMessage(
             result, type: "ReadersWriter<Array<String>>", label: "document index", attempted: "write")
     }
-
-    @Test func awaitedReadStartedInsideAWriteRunsAfterIt() async {
-        // A synchronous body can't await; a task it starts awaits its own turn after the write.
-        #expect(await startTaskInsideWrite(ReadersWriter([String]())).value == 1)
-    }
 }
+#endif

@@ -9,6 +9,8 @@ import Testing
 
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// How long a test waits for the real engine to make progress (see WaitingTests).
@@ -115,12 +117,27 @@ private func next<Iterator: AsyncIteratorProtocol>(
     await iterator.next(isolation: isolation)
 }
 
-/// How many bytes this process has resident, from /proc (Linux).
-private func residentBytes() -> Int {
+#if CHILD_PROCESSES
+/// How many bytes this process has resident, or nil where that can't be read.
+private func residentBytes() -> Int? {
+    #if os(Linux)
     guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
         let pages = statm.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
-    else { return 0 }
+    else { return nil }
     return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    #elseif canImport(Darwin)
+    var info = mach_task_basic_info()
+    // MACH_TASK_BASIC_INFO_COUNT, a macro Swift doesn't import: the size in `natural_t`s.
+    var count = mach_msg_type_number_t(MemoryLayout<mach_task_basic_info>.size / MemoryLayout<natural_t>.size)
+    let result = withUnsafeMutablePointer(to: &info) { pointer in
+        pointer.withMemoryRebound(to: integer_t.self, capacity: Int(count)) {
+            task_info(mach_task_self_, task_flavor_t(MACH_TASK_BASIC_INFO), $0, &count)
+        }
+    }
+    return result == KERN_SUCCESS ? Int(info.resident_size) : nil
+    #else
+    return nil
+    #endif
 }
 
 /// How much the resident memory of a process of its own grew while a million changes were made to
@@ -132,7 +149,7 @@ private func growthWhileTheConsumerIsAway(buffering: Bool) async {
         let (stream, continuation) = AsyncStream<Int>.makeStream(bufferingPolicy: .unbounded)
         var iterator = counter.values { $0 }.makeAsyncIterator()
         _ = await next(&iterator)
-        let before = residentBytes()
+        guard let before = residentBytes() else { exit(1) }
         await onItsOwnThread {
             for _ in 0..<1_000_000 {
                 let value = counter.access { value in
@@ -142,13 +159,14 @@ private func growthWhileTheConsumerIsAway(buffering: Bool) async {
                 if buffering { continuation.yield(value) }
             }
         }
-        let grown = residentBytes() - before
+        guard let after = residentBytes() else { exit(1) }
         let latest = await next(&iterator)
         continuation.finish()
         _ = stream
-        exit(grown < 4 << 20 && latest == 1_000_000 && counter._engine._waitList.waiting == 0 ? 0 : 1)
+        exit(after - before < 4 << 20 && latest == 1_000_000 && counter._engine._waitList.waiting == 0 ? 0 : 1)
     }
 }
+#endif
 
 @Suite("Values", .timeLimit(.minutes(10)))
 struct ValuesTests {
@@ -173,17 +191,23 @@ struct ValuesTests {
         #expect(await next(&iterator) == 2)
     }
 
-    @Test func aConsumerThatDoesNotIterateHoldsNothingWhateverTheChanges() async {
+    // The memory is measured in a process of its own: only where a test can start one.
+    #if CHILD_PROCESSES
+    @Test func aConsumerThatDoesNotIterateHoldsNothingWhateverTheChanges() async throws {
         // A million changes while the consumer, having taken the first value, never asks again:
         // nothing waits and nothing is kept for it, and its next value is the latest, at once.
+        try #require(residentBytes() != nil, "no resident size here: the check would check nothing")
         await growthWhileTheConsumerIsAway(buffering: false)
     }
 
-    @Test func theMemoryCheckCatchesABufferThatKeepsEverything() async {
+    @Test func theMemoryCheckCatchesABufferThatKeepsEverything() async throws {
+        // Outside the known issue: a size that can't be read must fail the test, not pass as the issue.
+        try #require(residentBytes() != nil, "no resident size here: the check would check nothing")
         await withKnownIssue("every change is kept until the consumer comes back") {
             await growthWhileTheConsumerIsAway(buffering: true)
         }
     }
+    #endif
 
     @Test func cancellingAWaitingConsumerRemovesItAtOnce() async {
         let value = Exclusive(0, label: "value")

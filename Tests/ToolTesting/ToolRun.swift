@@ -1,5 +1,11 @@
+// Foundation's `Process` exists on macOS and Linux only: Package.swift's `childProcessPlatforms`.
+#if os(macOS) || os(Linux)
 import Dispatch
 import Foundation
+
+#if canImport(Darwin)
+import Darwin
+#endif
 
 /// What a run of one of the package's executables printed, and how it ended.
 public struct ToolRun: Sendable {
@@ -11,32 +17,92 @@ public struct ToolRun: Sendable {
     public let errors: String
 }
 
-/// Runs the executable `name` that SwiftPM built next to the test binary (a test target builds it
-/// by depending on it), and waits for it to end.
+/// An executable of the package that isn't where the tests looked for it.
+public struct ToolNotFound: Error, CustomStringConvertible {
+    public let description: String
+}
+
+/// Runs the executable `name` that SwiftPM built with the tests (a test target builds it by
+/// depending on it), and waits for it to end.
 ///
 /// Both pipes are drained at once, so a tool that writes a lot to one of them while the other is
 /// still open can't fill a pipe and stall.
+///
+/// - Throws: ``ToolNotFound``, saying where it looked, if the executable isn't there.
 public func runTool(_ name: String, _ arguments: [String]) throws -> ToolRun {
     let process = Process()
-    process.executableURL = toolURL(name)
+    process.executableURL = try toolURL(name)
     process.arguments = arguments
     return try run(process)
 }
 
 /// Runs `script` in bash with `$TOOL` set to the executable `name`, for what needs a shell:
 /// `"$TOOL" list > /dev/full`, a closed stream (`>&-`), a pipe into `head`.
+///
+/// - Throws: ``ToolNotFound``, saying where it looked, if the executable isn't there.
 public func runToolInShell(_ name: String, _ script: String) throws -> ToolRun {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/bin/bash")
     process.arguments = ["-c", script]
     var environment = ProcessInfo.processInfo.environment
-    environment["TOOL"] = toolURL(name).path
+    environment["TOOL"] = try toolURL(name).path
     process.environment = environment
     return try run(process)
 }
 
-private func toolURL(_ name: String) -> URL {
-    URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(name)
+/// The executable `name`: in `EXCLUSION_TOOLS_DIRECTORY` if that is set, else in the nearest
+/// folder above the test code's own image that holds one.
+///
+/// The tools are built into the folder that holds the tests' image (Linux:
+/// `.build/debug/ExclusionPackageTests.xctest`) or the bundle around it (macOS:
+/// `.build/<triple>/debug/ExclusionPackageTests.xctest/Contents/MacOS/…`), and Xcode puts them in
+/// the products folder above its test bundles. The process's own path says nothing on macOS, where
+/// `swift test` and Xcode load the bundle into a runner of their own.
+private func toolURL(_ name: String) throws -> URL {
+    if let directory = ProcessInfo.processInfo.environment["EXCLUSION_TOOLS_DIRECTORY"] {
+        let tool = URL(fileURLWithPath: directory).appendingPathComponent(name)
+        guard isExecutableFile(tool.path) else {
+            throw ToolNotFound(description: "no executable \(name) in EXCLUSION_TOOLS_DIRECTORY (\(directory))")
+        }
+        return tool
+    }
+    guard let image = testImagePath() else {
+        throw ToolNotFound(
+            description: "cannot tell where the test code is loaded from, to find \(name) near it: "
+                + "set EXCLUSION_TOOLS_DIRECTORY to the folder the tools are built in")
+    }
+    var searched: [String] = []
+    var directory = (URL(fileURLWithPath: image).standardizedFileURL.path as NSString).deletingLastPathComponent
+    while !searched.contains(directory) {
+        let tool = (directory as NSString).appendingPathComponent(name)
+        if isExecutableFile(tool) { return URL(fileURLWithPath: tool) }
+        searched.append(directory)
+        directory = (directory as NSString).deletingLastPathComponent
+    }
+    throw ToolNotFound(
+        description: "no executable \(name) in any folder above the test code's image \(image) (looked in "
+            + "\(searched.joined(separator: ", "))): build it, or set EXCLUSION_TOOLS_DIRECTORY to the folder it is in")
+}
+
+/// The file of the image this code was loaded from.
+private func testImagePath() -> String? {
+    #if canImport(Darwin)
+    // The binary inside the `.xctest` bundle (this code is linked into it), not the runner.
+    var info = Dl_info()
+    guard dladdr(#dsohandle, &info) != 0, let file = info.dli_fname else { return nil }
+    return String(cString: file)
+    #else
+    // Swift's Glibc leaves out `dladdr` (a GNU extension); the tests are built into the executable
+    // itself here, `ExclusionPackageTests.xctest`, so the process's own file is the image.
+    return try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+    #endif
+}
+
+/// Whether `path` is a file this process may run: not a folder, which is "executable" too.
+private func isExecutableFile(_ path: String) -> Bool {
+    var isDirectory: ObjCBool = false
+    return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && !isDirectory.boolValue
+        && FileManager.default.isExecutableFile(atPath: path)
 }
 
 private func run(_ process: Process) throws -> ToolRun {
@@ -63,3 +129,4 @@ private final class ReadData: @unchecked Sendable {
     // @unchecked: written once by the reading block, read only after the group it ran in is done.
     var data = Data()
 }
+#endif
