@@ -10,6 +10,7 @@
 #include <os/clock.h>
 #include <os/os_sync_wait_on_address.h>
 #elif defined(__linux__)
+#include <execinfo.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -132,7 +133,14 @@ void exclusion_system_lock_wait(exclusion_system_lock *lock) {
 void exclusion_system_lock_hand_over(exclusion_system_lock *lock) {
     uint32_t owner = __atomic_load_n(&lock->owner, __ATOMIC_RELAXED) & FUTEX_TID_MASK;
     if (owner != exclusion_system_thread()) {
-        exclusion_fail("Exclusion: a lock was given back by a thread that does not hold it; stopping.\n");
+        // Where it happened, which the crash report of a process stopped by abort() may not show:
+        // this is what the portable build exists to find.
+        static const char message[] = "Exclusion: a lock was given back by a thread that does not hold it; stopping.\n";
+        ssize_t written = write(2, message, sizeof message - 1);
+        (void)written;
+        void *frames[64];
+        backtrace_symbols_fd(frames, backtrace(frames, 64), 2);
+        abort();
     }
     if (syscall(SYS_futex, &lock->owner, FUTEX_UNLOCK_PI_PRIVATE, 0, NULL, NULL, 0) != 0) {
         exclusion_fail("Exclusion: the kernel refused to unlock a priority-inheriting futex; stopping.\n");

@@ -1,4 +1,3 @@
-#if os(Linux) && !EXCLUSION_PORTABLE_LOCK
 import Dispatch
 import ExclusionLockTesting
 import ExclusionShims
@@ -9,20 +8,31 @@ import Testing
 
 @testable import Exclusion
 
-/// The lock under every `Exclusive` on Linux, `exclusion_lock`: it lets one thread in at a time,
-/// it never leaves a thread asleep while the lock is free, its timed wait gives up cleanly, and it
-/// fences once per contention episode. Each safety property is shown to fail on a broken variant.
-/// The protocol's model and a stress test timed to the race the fence exists for are in
-/// `Verification/`, where the planted bugs these tests can't see are caught.
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The lock under every `Exclusive`, `exclusion_lock`, in the design the platform uses (Linux's
+/// own, or on Apple platforms the system's lock with a timed wait beside it; the portable build
+/// runs the Apple design here): it lets one thread in at a time, it never leaves a thread asleep
+/// while the lock is free, whether it waits with a deadline or not, its timed wait gives up cleanly
+/// and sleeps until the lock is given back instead of polling, and on Linux it fences once per
+/// contention episode. Each property is shown to fail on a broken variant. The protocols' models,
+/// and a stress test timed to the race Linux's fence exists for, are in `Verification/`, where the
+/// planted bugs these tests can't see are caught.
 @Suite("Lock", .timeLimit(.minutes(5)))
 struct LockTests {
     @Test func oneThreadAtATimeHoldsTheLock() async {
-        #expect(await lostUpdates(taking: { $0.lock() }, releasing: { $0.unlock() }) == 0)
+        #expect(await lostUpdates(taking: takeWaiting, releasing: { $0.unlock() }) == 0)
     }
 
     @Test func aVariantThatDoesNotWaitLetsTwoThreadsIn() async {
+        // It gives the lock back only if it took it: on Apple platforms giving back a lock another
+        // thread holds stops the process.
         await withKnownIssue("a thread that finds the lock taken goes in anyway") {
-            #expect(await lostUpdates(taking: { _ = $0.tryLock() }, releasing: { $0.unlock() }) == 0)
+            #expect(await lostUpdates(taking: { $0.tryLock() }, releasing: { $0.unlock() }) == 0)
         }
     }
 
@@ -30,24 +40,36 @@ struct LockTests {
         #expect(await sleepersWake(releasing: { $0.unlock() }, patience: .seconds(30)))
     }
 
+    @Test func aReleaseWakesTheThreadThatSleepsWithADeadline() async {
+        #expect(await sleepersWake(withDeadline: true, releasing: { $0.unlock() }, patience: .seconds(30)))
+    }
+
     @Test func aVariantThatReleasesWithoutWakingLeavesASleeperAsleep() async {
+        // A waiter with a deadline: on Apple platforms one without sleeps inside the system's lock,
+        // which wakes it itself.
         await withKnownIssue("the sleeper is never woken while nobody takes the lock again") {
             #expect(
                 await sleepersWake(
-                    releasing: { exclusion_lock_testing_release_silently($0._handle) }, patience: .milliseconds(200)))
+                    withDeadline: true, releasing: { exclusion_lock_testing_release_silently($0._handle) },
+                    patience: .milliseconds(200)))
         }
     }
 
     @Test func threadsThatSleepOnTheLockOverAndOverAllFinish() async {
         // Four threads on two cores, holding the lock for microseconds: they go to sleep on it
-        // and are woken thousands of times. A lost wake-up leaves one asleep for good.
+        // and are woken thousands of times, two of them with a deadline they never reach. A lost
+        // wake-up leaves one asleep for good.
         let lock = _Lock()
         defer { lock.destroy() }
         let finished = Atomic<Int>(0)
-        for _ in 0..<4 {
+        for thread in 0..<4 {
             onNewThread {
                 for _ in 0..<2_000 {
-                    lock.lock()
+                    if thread < 2 {
+                        lock.lock()
+                    } else {
+                        precondition(lock.lock(before: _Deadline(after: .seconds(300))))
+                    }
                     let until = DispatchTime.now().uptimeNanoseconds + 2_000
                     while DispatchTime.now().uptimeNanoseconds < until { exclusion_spin_hint() }
                     lock.unlock()
@@ -61,19 +83,24 @@ struct LockTests {
     @Test func aTimedWaitGivesUpAndLeavesNoSleeperBehind() async {
         let lock = _Lock()
         defer { lock.destroy() }
-        lock.lock()
+        let holder = await Holder(lock)
         let took = await onItsOwnThread { lock.lock(before: _Deadline(after: .milliseconds(20))) }
         #expect(!took)
         #expect(exclusion_lock_testing_waiters(lock._handle) == 0)
-        lock.unlock()
-        #expect(lock.tryLock())  // the lock is free, and nobody else holds it
-        lock.unlock()
+        await holder.release()
+        // The lock is free, and nobody else holds it.
+        #expect(
+            await onItsOwnThread {
+                guard lock.tryLock() else { return false }
+                lock.unlock()
+                return true
+            })
     }
 
     @Test func aTimedWaitTakesTheLockWhenItIsGivenBackInTime() async {
         let lock = _Lock()
         defer { lock.destroy() }
-        lock.lock()
+        let holder = await Holder(lock)
         let result = Recorder<Bool>()
         let finished = Countdown(1)
         onNewThread {
@@ -84,12 +111,48 @@ struct LockTests {
         }
         // Released once the waiter sleeps on the lock (it counts itself first), so the wake-up is tested.
         #expect(await eventually { exclusion_lock_testing_waiters(lock._handle) == 1 })
-        lock.unlock()
+        await holder.release()
         await finished.wait()
         #expect(result.values == [true])
         #expect(exclusion_lock_testing_waiters(lock._handle) == 0)
     }
 
+    #if os(Linux)
+    @Test func aTimedWaitSleepsUntilTheLockIsGivenBack() async throws {
+        // A waiter with a deadline far away, while the lock stays held for a while: asleep, it
+        // switches away from the processor once or twice; polling (try, sleep a millisecond, try
+        // again) would switch hundreds of times.
+        let switches = try #require(
+            await switchesOfATimedWaiter { lock in lock.lock(before: _Deadline(after: .seconds(300))) })
+        #expect(switches <= 3, "\(switches) context switches")
+    }
+
+    @Test func theSleepCheckCatchesAWaiterThatPolls() async throws {
+        let switches = try #require(
+            await switchesOfATimedWaiter(counted: false) { lock in
+                while !lock.tryLock() { usleep(1_000) }
+                return true
+            })
+        withKnownIssue("a waiter that polls switches away at every poll") {
+            #expect(switches <= 3, "\(switches) context switches")
+        }
+    }
+    #endif
+
+    #if CHILD_PROCESSES && (EXCLUSION_PORTABLE_LOCK || canImport(Darwin))
+    @Test func aLockGivenBackByAThreadThatDoesNotHoldItStopsTheProcess() async {
+        // As `os_unfair_lock` does on Apple platforms, and its stand-in in the portable build: so
+        // that the portable build catches code that would crash there.
+        await #expect(processExitsWith: .failure) {
+            let lock = _Lock()
+            await onItsOwnThread { lock.lock() }
+            lock.unlock()
+        }
+    }
+    #endif
+
+    // Linux's own lock only: the time its spin took the lock, its contention episodes.
+    #if os(Linux) && !EXCLUSION_PORTABLE_LOCK
     @Test func aTimedLockSaysWhenItTookTheLock() async {
         let lock = _Lock()
         defer { lock.destroy() }
@@ -98,6 +161,8 @@ struct LockTests {
         let spun = lock.spinTimed()
         let after = _Contention.now()
         #expect(spun.map { before <= $0 && $0 <= after } == true)
+        lock.unlock()
+        let holder = await Holder(lock)
         let released = Atomic<UInt64>(0)
         let result = Recorder<(start: UInt64, took: UInt64, returned: UInt64)>()
         let finished = Countdown(1)
@@ -113,7 +178,7 @@ struct LockTests {
         // Released once the waiter sleeps on the lock, so the time read after a wake-up is tested.
         #expect(await eventually { exclusion_lock_testing_waiters(lock._handle) == 1 })
         released.store(_Contention.now(), ordering: .sequentiallyConsistent)
-        lock.unlock()
+        await holder.release()
         await finished.wait()
         let wait = result.values.first
         #expect(wait.map { $0.took >= released.load(ordering: .sequentiallyConsistent) } == true)
@@ -127,7 +192,7 @@ struct LockTests {
         // In a process of its own, so that no other test's lock fences meanwhile.
         await #expect(processExitsWith: .success) {
             let lock = _Lock()
-            lock.lock()
+            let holder = await Holder(lock)
             let finished = Countdown(2)
             let fencesBefore = exclusion_lock_fences()
             var sleeping = true
@@ -140,7 +205,7 @@ struct LockTests {
                 sleeping = await eventually { exclusion_lock_testing_waiters(lock._handle) == sleepers } && sleeping
             }
             let fencedOnce = exclusion_lock_fences() - fencesBefore == 1
-            lock.unlock()
+            await holder.release()
             await finished.wait()
             // Releases take the slow path until enough of them found nobody waiting.
             let lasts = exclusion_lock_testing_in_episode(lock._handle) != 0
@@ -160,13 +225,41 @@ struct LockTests {
         await #expect(processExitsWith: .success) {
             exclusion_lock_testing_use_symmetric_protocol()
             let fencesBefore = exclusion_lock_fences()
-            let excludes = await lostUpdates(taking: { $0.lock() }, releasing: { $0.unlock() }) == 0
+            let excludes = await lostUpdates(taking: takeWaiting, releasing: { $0.unlock() }) == 0
             let wakes = await sleepersWake(releasing: { $0.unlock() }, patience: .seconds(30))
             let symmetric = exclusion_lock_testing_is_fenced() == 0 && exclusion_lock_fences() == fencesBefore
             exit(excludes && wakes && symmetric ? EXIT_SUCCESS : EXIT_FAILURE)
         }
     }
     #endif
+    #endif
+}
+
+/// Holds a lock on a thread of its own until released: the thread that takes a lock must give it
+/// back (on Apple platforms giving back another thread's lock stops the process), and a test's task
+/// may resume on another thread after every `await`.
+private final class Holder: Sendable {
+    private let released = Flag()
+    private let finished = Countdown(1)
+
+    /// Takes `lock` on a new thread; returns once it holds it.
+    init(_ lock: _Lock) async {
+        let taken = Countdown(1)
+        onNewThread { [released, finished] in
+            lock.lock()
+            taken.arrive()
+            released.wait()
+            lock.unlock()
+            finished.arrive()
+        }
+        await taken.wait()
+    }
+
+    /// Gives the lock back; returns once it has.
+    func release() async {
+        released.raise()
+        await finished.wait()
+    }
 }
 
 /// A counter that the threads of `lostUpdates` change by a load and, a little later, a store, not
@@ -182,10 +275,16 @@ private final class Tally: Sendable {
     }
 }
 
-/// Four threads increment a counter 100,000 times each, inside `taking` and `releasing`; how many
-/// increments got lost.
+/// Takes `lock`, as long as it takes: `lostUpdates`'s right way in.
+private let takeWaiting: @Sendable (_Lock) -> Bool = { lock in
+    lock.lock()
+    return true
+}
+
+/// Four threads increment a counter 100,000 times each, inside `taking` and `releasing` (called only
+/// if `taking` said it took the lock); how many increments got lost.
 private func lostUpdates(
-    taking: @escaping @Sendable (_Lock) -> Void, releasing: @escaping @Sendable (_Lock) -> Void
+    taking: @escaping @Sendable (_Lock) -> Bool, releasing: @escaping @Sendable (_Lock) -> Void
 ) async -> Int {
     let lock = _Lock()
     defer { lock.destroy() }
@@ -194,9 +293,9 @@ private func lostUpdates(
     let increments = 100_000
     await onThreads(threads) { _ in
         for _ in 0..<increments {
-            taking(lock)
+            let took = taking(lock)
             tally.increment()
-            releasing(lock)
+            if took { releasing(lock) }
         }
     }
     return threads * increments - tally.value.load(ordering: .relaxed)
@@ -206,7 +305,9 @@ private func lostUpdates(
 /// random delay of up to 50 µs (so the waiter may still be spinning, about to sleep, or asleep),
 /// then waits up to `patience` for the waiter to get in without touching the lock again. Whether
 /// every round's waiter got in; stops at the first that didn't, after waking it properly.
-private func sleepersWake(releasing: @escaping @Sendable (_Lock) -> Void, patience: Duration) async -> Bool {
+private func sleepersWake(
+    withDeadline: Bool = false, releasing: @escaping @Sendable (_Lock) -> Void, patience: Duration
+) async -> Bool {
     let lock = _Lock()
     defer { lock.destroy() }
     let rounds = 300
@@ -240,12 +341,55 @@ private func sleepersWake(releasing: @escaping @Sendable (_Lock) -> Void, patien
                 round = go.load(ordering: .sequentiallyConsistent)
                 if round < 0 { break }
                 started.store(round, ordering: .sequentiallyConsistent)
-                lock.lock()
+                if withDeadline {
+                    precondition(lock.lock(before: _Deadline(after: .seconds(300))))
+                } else {
+                    lock.lock()
+                }
                 lock.unlock()
                 got.store(round, ordering: .sequentiallyConsistent)
             }
         }
     }
     return !missed.load(ordering: .sequentiallyConsistent)
+}
+
+#if os(Linux)
+/// How many times a thread that waits for a held lock with `wait` switched away from the processor
+/// while the lock stayed held for 200 ms, from its kernel counts (`/proc`); nil if they can't be
+/// read. The hold is a length of time, not an ordering: it is what gives a waiter that polls the
+/// chance to show it.
+///
+/// With `counted`, measuring starts once the lock counts the waiter (right before its first
+/// sleep); a waiter of the test's own isn't counted, and it is measured from when it starts.
+private func switchesOfATimedWaiter(counted: Bool = true, _ wait: @escaping @Sendable (_Lock) -> Bool) async -> Int? {
+    let lock = _Lock()
+    defer { lock.destroy() }
+    let holder = await Holder(lock)
+    let waiter = Recorder<String>()
+    let finished = Countdown(1)
+    onNewThread {
+        // /proc/thread-self links to PID/task/TID.
+        waiter.record((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")) ?? "")
+        if wait(lock) { lock.unlock() }
+        finished.arrive()
+    }
+    guard await eventually({ !waiter.values.isEmpty }) else { return nil }
+    let status = "/proc/\(waiter.values.first ?? "")/status"
+    func switches() -> Int? {
+        guard let text = try? String(contentsOfFile: status, encoding: .utf8) else { return nil }
+        let line = text.split(separator: "\n").first { $0.hasPrefix("voluntary_ctxt_switches:") }
+        return line.flatMap { Int($0.split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? "") }
+    }
+    if counted {
+        guard await eventually({ exclusion_lock_testing_waiters(lock._handle) == 1 }) else { return nil }
+    }
+    let before = switches()
+    usleep(200_000)
+    let after = switches()
+    await holder.release()
+    await finished.wait()
+    guard let before, let after else { return nil }
+    return after - before
 }
 #endif

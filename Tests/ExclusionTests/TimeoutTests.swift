@@ -1,12 +1,11 @@
 import Dispatch
+import ExclusionLockTesting
 import ExclusionTestSupport
 import Foundation
 import Synchronization
 import Testing
 
 @testable import Exclusion
-
-import ExclusionLockTesting
 
 // Every timed form gives up at its timeout, whatever it waits for: another access holding the
 // state (or, for a write, reads still inside), or its condition. Each case below asks while another
