@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stddef.h>
 #include <time.h>
 
 _Thread_local exclusion_thread_record exclusion_thread __attribute__((tls_model("initial-exec")));

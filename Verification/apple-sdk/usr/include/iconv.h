@@ -1,0 +1,2 @@
+#pragma once
+typedef void *iconv_t;
