@@ -74,8 +74,9 @@ check owned-readers.pml fails LAST_READER_DOES_NOT_WAKE
 check owned-readers.pml fails WRITER_SKIPS_SLOW_READERS
 check grant.pml holds
 check grant.pml fails WAKE_BEFORE_COUNT
-check grant.pml fails COUNT_READ_UNLOCKED
-check grant.pml fails NO_GRANTEE_CHECK
+check grant.pml fails COUNT_BEFORE_CLEAR
+check grant.pml fails PROMISE_READ_FIRST
+check grant.pml fails NO_PROMISE_CHECK
 if [ "$failures" -ne 0 ]; then
     echo "$failures configuration(s) did not come out as expected" >&2
     exit 1

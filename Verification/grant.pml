@@ -3,7 +3,9 @@
  * `_backOffForGrantee`, WaitList.swift `grantToWaitFor` and `_endGrant`, and
  * `exclusion_wait_for_change` in ExclusionShims.c) as a Promela model, for Spin: where locks lend
  * priority (Apple platforms), an access that found the state promised to a woken waiter sleeps on
- * a count of ended grants until the grant ends, instead of looking again and again.
+ * a count of ended grants until the grant ends, instead of looking again and again. It reads the
+ * count, then whether the state is still promised, without a lock; a grant ends by clearing the
+ * promise, then counting.
  *
  * The state's lock and the wait list's lock are assumed correct. The grantee holds a grant, then
  * either takes the state and takes the grant up (with the state held), or gives up without the
@@ -17,28 +19,32 @@
  * written and each broken variant below, which must fail.
  *
  *   WAKE_BEFORE_COUNT       broken: the grant's end wakes the sleepers before it counts
- *   COUNT_READ_UNLOCKED     broken: a thread reads the count after letting go of the state
- *   NO_GRANTEE_CHECK        broken: a thread waits for a change even when the grant has ended
+ *   COUNT_BEFORE_CLEAR      broken: the grant's end counts before it clears the promise
+ *   PROMISE_READ_FIRST      broken: a thread reads the promise before the count
+ *   NO_PROMISE_CHECK        broken: a thread waits for a change even when the grant has ended
  */
 
 bit state;                      /* the state's lock */
 bit list;                       /* the wait list's lock */
 bit reserved = 1;
-bit granted = 1;                /* the grantee still holds its grant (`_grantee != nil`) */
 byte ended;
 bit sleeping[2];
 byte changing;
 
 inline end_grant() {
     atomic { list == 0 -> list = 1 };
-    granted = 0;
+#ifdef COUNT_BEFORE_CLEAR
+    ended++;
     reserved = 0;
-#ifdef WAKE_BEFORE_COUNT
-    atomic { sleeping[0] = 0; sleeping[1] = 0 };
-    ended++;
 #else
+    reserved = 0;
+#ifndef WAKE_BEFORE_COUNT
     ended++;
+#endif
+#endif
     atomic { sleeping[0] = 0; sleeping[1] = 0 };
+#ifdef WAKE_BEFORE_COUNT
+    ended++;
 #endif
     list = 0
 }
@@ -63,18 +69,18 @@ proctype Other(byte i) {
         atomic { state == 0 -> state = 1 };
         do
         :: reserved ->
-            /* grantToWaitFor, with the state held */
-            atomic { list == 0 -> list = 1 };
-            promised = granted;
+            /* grantToWaitFor, with the state held, without the wait list's lock */
+#ifdef PROMISE_READ_FIRST
+            promised = reserved;
             seen = ended;
-            list = 0;
-#ifdef NO_GRANTEE_CHECK
+#else
+            seen = ended;
+            promised = reserved;
+#endif
+#ifdef NO_PROMISE_CHECK
             promised = 1;
 #endif
             state = 0;
-#ifdef COUNT_READ_UNLOCKED
-            seen = ended;
-#endif
             if
             :: promised ->
                 /* exclusion_wait_for_change: sleeps while the count is what it saw */

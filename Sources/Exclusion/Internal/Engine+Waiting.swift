@@ -13,13 +13,15 @@ extension _Engine {
     @usableFromInline
     func _backOffForGrantee(before deadline: _Deadline?) -> Bool {
         repeat {
-            let grant = _waitList.grantToWaitFor()
+            let ended = _waitList.grantToWaitFor()
+            let grantee = EXCLUSION_OWNED_LOCK != 0 && ended != nil ? _waitList.granteeThread : nil
             // Waited for without the lock, so that the grantee finds the lock free.
             _lock.unlockExclusive()
-            if let grant {
-                let ended = exclusion_wait_for_change(
-                    _waitList._grantsWord, grant.ended, deadline?.nanoseconds ?? 0, grant.grantee, 1)
-                guard ended != 0 else { return false }
+            if let ended {
+                let changed = exclusion_wait_for_change(
+                    _waitList._grantsWord, ended, deadline?.nanoseconds ?? 0, grantee ?? pthread_self(),
+                    grantee == nil ? 0 : 1)
+                guard changed != 0 else { return false }
             }
             if let deadline {
                 guard _lock.lockExclusive(before: deadline) else { return false }

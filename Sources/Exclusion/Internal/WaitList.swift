@@ -283,7 +283,7 @@ class _WaitList<State>: @unchecked Sendable {
     /// are woken. Call under the list's lock.
     private final func _endGrant() {
         _grantee = nil
-        _isReserved.store(false, ordering: .relaxed)
+        _isReserved.store(false, ordering: .sequentiallyConsistent)
         _grantsEnded.pointee.add(1, ordering: .sequentiallyConsistent)
         exclusion_word_changed(_grantsWord)
     }
@@ -293,14 +293,21 @@ class _WaitList<State>: @unchecked Sendable {
         UnsafeMutableRawPointer(_grantsEnded).assumingMemoryBound(to: UInt32.self)
     }
 
-    /// What an access that found the state promised waits for, read with the state held: the count
-    /// of ended grants it must see change, and the grantee's thread, to lend it priority meanwhile;
-    /// nil if the grant has ended already (a grantee that gave up ends it without the state).
-    final func grantToWaitFor() -> (ended: UInt32, grantee: pthread_t)? {
+    /// The count of ended grants that an access which found the state promised must see change,
+    /// read with the state held; nil if the grant has ended already (a grantee that gave up ends it
+    /// without the state). No lock: a grant ends by clearing `_isReserved` and then counting, so
+    /// if `_isReserved` is still set after the count was read, the count will change.
+    @inline(__always) final func grantToWaitFor() -> UInt32? {
+        let ended = _grantsEnded.pointee.load(ordering: .sequentiallyConsistent)
+        return _isReserved.load(ordering: .sequentiallyConsistent) ? ended : nil
+    }
+
+    /// The granted thread, if a grant runs: what an access that backs off for it lends priority
+    /// to, where locks lend priority.
+    final var granteeThread: pthread_t? {
         _lock.lock()
         defer { _lock.unlock() }
-        guard let grantee = _grantee?.thread else { return nil }
-        return (_grantsEnded.pointee.load(ordering: .sequentiallyConsistent), grantee)
+        return _grantee?.thread
     }
 
     // MARK: - Awaited and asynchronous accesses
