@@ -83,7 +83,7 @@ let package = Package(
         .executableTarget(name: "DocumentsFuzzer", dependencies: ["Documents"]),
 
         // Tests
-        .target(name: "ToolTesting", path: "Tests/ToolTesting"),
+        .target(name: "ToolTesting", dependencies: ["ExclusionTestSupport"], path: "Tests/ToolTesting"),
         // Threads started together, flags, barriers: one copy for every test target.
         .target(name: "ExclusionTestSupport", dependencies: ["Exclusion"], path: "Tests/ExclusionTestSupport"),
         // What the lock's tests read about a lock, and its broken variant, out of the shipped header.

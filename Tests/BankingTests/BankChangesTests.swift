@@ -25,21 +25,22 @@ private struct Taking {
         self.count = count
         let started = Flag()
         let taken = taken
-        loop = Task.detached {
+        loop = onADedicatedThread {
             var iterator = bank.changes.makeAsyncIterator()
             started.raise()
-            if let go { _ = await eventually(timeout: progress) { go.isRaised } }
+            // Its own thread: waiting for `go` here holds nobody else's.
+            go?.wait()
             for _ in 0..<count {
                 guard let change = await iterator.next(isolation: nil) else { return }
                 taken.record(change)
             }
         }
-        _ = await eventually(timeout: progress) { started.isRaised }
+        _ = await eventually { started.isRaised }
     }
 
     /// What it took, once it took them all or `progress` has passed.
     func changes() async -> [AccountChange] {
-        _ = await eventually(timeout: progress) { taken.values.count >= count }
+        _ = await eventually { taken.values.count >= count }
         loop.cancel()
         await loop.value
         return taken.values
@@ -97,12 +98,12 @@ struct BankChangesTests {
             announcer: Announcer(limit: 64))
         let audit = Exclusive(ChangeAudit(), label: "audit")
         let started = Flag()
-        let loop = Task.detached {
+        let loop = onADedicatedThread {
             var iterator = bank.changes.makeAsyncIterator()
             started.raise()
             while let change = await iterator.next(isolation: nil) { syncAccess(audit) { $0.add(change) } }
         }
-        #expect(await eventually(timeout: progress) { started.isRaised })
+        #expect(await eventually { started.isRaised })
         let accounts = try (0..<8).map { _ in try bank.openAccount(initialBalance: .amount("100.00")) }
         await onThreads(4) { thread in
             for round in 0..<5_000 {
@@ -116,7 +117,7 @@ struct BankChangesTests {
             }
         }
         let committed = await bank.store.read { $0.changesRecorded }
-        #expect(await eventually(timeout: progress) { syncAccess(audit) { $0.count } >= committed })
+        #expect(await eventually { syncAccess(audit) { $0.count } >= committed })
         loop.cancel()
         await loop.value
         let problem = await audit.access { $0.problem(accounts: accounts, committed: committed) }
@@ -189,7 +190,7 @@ struct BankChangesTests {
         let source = try bank.openAccount(initialBalance: .amount("100.00"))
         let sink = try bank.openAccount()
         let started = Flag()
-        let loop = Task.detached {
+        let loop = onADedicatedThread {
             var iterator = bank.changes.makeAsyncIterator()
             started.raise()
             var moved = 0
@@ -199,11 +200,11 @@ struct BankChangesTests {
                 moved += 1
             }
         }
-        #expect(await eventually(timeout: progress) { started.isRaised })
+        #expect(await eventually { started.isRaised })
         try source.addMoney(.amount("1.00"))
         await loop.value
         #expect(sink.balance == .amount("50.00"))
-        #expect(await eventually(timeout: progress) { nobodyIsWatching(bank) })
+        #expect(await eventually { nobodyIsWatching(bank) })
     }
 
     @Test func endingTheLoopFreesWhatItHeld() async throws {
@@ -211,10 +212,10 @@ struct BankChangesTests {
             concurrency: .serial, notificationQueue: DispatchQueue(label: "notifications"),
             announcer: Announcer(limit: 8, patience: .seconds(600)))
         let account = try bank.openAccount()
-        let loop = Task.detached {
+        let loop = onADedicatedThread {
             for await change in bank.changes where change.newBalance == .amount("3.00") { break }
         }
-        #expect(await eventually(timeout: progress) { !nobodyIsWatching(bank) })
+        #expect(await eventually { !nobodyIsWatching(bank) })
         for _ in 0..<3 { try account.addMoney(.amount("1.00")) }
         await loop.value
         #expect(nobodyIsWatching(bank))
@@ -229,14 +230,14 @@ struct BankChangesTests {
     @Test func cancellingAWaitingLoopEndsIt() async throws {
         let bank = Bank(notificationQueue: DispatchQueue(label: "notifications"))
         let ended = Flag()
-        let loop = Task.detached {
+        let loop = onADedicatedThread {
             for await _ in bank.changes {}
             ended.raise()
         }
-        #expect(await eventually(timeout: progress) { !nobodyIsWatching(bank) })
+        #expect(await eventually { !nobodyIsWatching(bank) })
         loop.cancel()
-        #expect(await eventually(timeout: progress) { ended.isRaised })
-        #expect(await eventually(timeout: progress) { nobodyIsWatching(bank) })
+        #expect(await eventually { ended.isRaised })
+        #expect(await eventually { nobodyIsWatching(bank) })
     }
 
     @Test func theSequenceEndsWhenTheBankGoesAwayAfterTheLastChange() async throws {
@@ -246,17 +247,17 @@ struct BankChangesTests {
             let bank = Bank(notificationQueue: DispatchQueue(label: "notifications"))
             let started = Flag()
             let changes = bank.changes  // the loop holds the sequence, not the bank
-            Task.detached {
+            onADedicatedThread {
                 var iterator = changes.makeAsyncIterator()
                 started.raise()
                 while let change = await iterator.next(isolation: nil) { taken.record(change) }
                 ended.raise()
             }
-            #expect(await eventually(timeout: progress) { started.isRaised })
+            #expect(await eventually { started.isRaised })
             let account = try bank.openAccount()
             try account.addMoney(.amount("2.00"))
         }
-        #expect(await eventually(timeout: progress) { ended.isRaised })
+        #expect(await eventually { ended.isRaised })
         #expect(taken.values.map(\.newBalance) == [.zero, .amount("2.00")])
     }
 

@@ -46,7 +46,7 @@ struct BankExercisesArticleTests {
         let printed = Recorder<String>()
         let changes = bank.changes
         let started = Flag()
-        let loop = Task.detached {
+        let loop = onADedicatedThread {
             var iterator = changes.makeAsyncIterator()
             started.raise()
             // The article's loop, over the iterator made before the changes below.

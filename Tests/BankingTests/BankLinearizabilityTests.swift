@@ -123,7 +123,7 @@ private final class ChangeWatchers: Sendable {
         let audit = Exclusive(ChangeAudit(startingFrom: bank.accounts), label: "audit")
         let committedBefore = bank.store.read { $0.changesRecorded }
         let twice = givingOneChangeTwice
-        Task.detached {
+        onADedicatedThread {
             var iterator = start
             var taken = 0
             while let change = await iterator.next(isolation: nil) {
@@ -142,7 +142,7 @@ private final class ChangeWatchers: Sendable {
         var problems: [String] = []
         for (bank, audit, committedBefore) in await watched.access({ $0 }) {
             let committed = await bank.store.read { $0.changesRecorded } - committedBefore
-            _ = await eventually(timeout: .seconds(120)) { syncAccess(audit) { $0.count } >= committed }
+            _ = await eventually { syncAccess(audit) { $0.count } >= committed }
             let accounts = bank.accounts
             if let problem = await audit.access({ $0.problem(accounts: accounts, committed: committed) }) {
                 problems.append(problem)

@@ -7,10 +7,10 @@ import ToolTesting
 /// End-to-end: the built `bank` executable, its output and its exit codes.
 @Suite("bank tool", .timeLimit(.minutes(5)))
 struct BankToolTests {
-    private func bank(_ arguments: String...) throws -> ToolRun { try runTool("bank", arguments) }
+    private func bank(_ arguments: String...) async throws -> ToolRun { try await runTool("bank", arguments) }
 
-    @Test func simulatePrintsAReportAndExitsZero() throws {
-        let run = try bank("simulate", "--accounts", "40", "--threads", "3", "--operations", "5000")
+    @Test func simulatePrintsAReportAndExitsZero() async throws {
+        let run = try await bank("simulate", "--accounts", "40", "--threads", "3", "--operations", "5000")
         #expect(run.status == 0, "\(run.errors)")
         #expect(run.output.contains("Simulated 5000 operations on 40 accounts with 3 threads"))
         #expect(run.output.contains("operations per second"))
@@ -21,63 +21,64 @@ struct BankToolTests {
         #expect(!run.errors.contains("\r"))
     }
 
-    @Test func outputThatCantBeWrittenExitsOneAndAClosedStreamNeverCrashes() throws {
+    @Test func outputThatCantBeWrittenExitsOneAndAClosedStreamNeverCrashes() async throws {
         // A file the tool may not make any larger (`ulimit -f 0`): every platform has one. With
         // SIGXFSZ ignored (which the tool inherits), its first write fails with EFBIG.
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("bank-output-\(UUID())")
         defer { try? FileManager.default.removeItem(at: file) }
-        let tooLarge = try runToolInShell(
+        let tooLarge = try await runToolInShell(
             "bank", #"trap '' XFSZ; ulimit -f 0; "$TOOL" simulate --operations 1000 > "\#(file.path)""#)
         #expect(tooLarge.status == 1)
         #expect(tooLarge.errors.contains("cannot write the output: File too large"), "\(tooLarge.errors)")
         if FileManager.default.fileExists(atPath: "/dev/full") {  // Linux's device that is always full
-            let full = try runToolInShell("bank", #""$TOOL" simulate --operations 1000 > /dev/full"#)
+            let full = try await runToolInShell("bank", #""$TOOL" simulate --operations 1000 > /dev/full"#)
             #expect(full.status == 1)
             #expect(full.errors.contains("cannot write the output: No space left on device"))
         }
-        let closedOutput = try runToolInShell("bank", #""$TOOL" simulate --operations 1000 >&-"#)
+        let closedOutput = try await runToolInShell("bank", #""$TOOL" simulate --operations 1000 >&-"#)
         #expect(closedOutput.status == 1)
         #expect(closedOutput.errors.contains("standard output is closed"))
-        let closedErrors = try runToolInShell("bank", #""$TOOL" simulate --operations 1000 2>&-"#)
+        let closedErrors = try await runToolInShell("bank", #""$TOOL" simulate --operations 1000 2>&-"#)
         #expect(closedErrors.status == 0)
         #expect(closedErrors.output.contains("All checks passed."))
-        let bothClosed = try runToolInShell("bank", #""$TOOL" simulate --operations 1000 >&- 2>&-"#)
+        let bothClosed = try await runToolInShell("bank", #""$TOOL" simulate --operations 1000 >&- 2>&-"#)
         #expect(bothClosed.status == 1)
     }
 
-    @Test func aReaderThatLeavesEndsTheToolQuietly() throws {
+    @Test func aReaderThatLeavesEndsTheToolQuietly() async throws {
         // `true` reads nothing and leaves at once: the report meets a pipe with no reader.
-        let run = try runToolInShell("bank", #""$TOOL" simulate --operations 1000 | true; exit ${PIPESTATUS[0]}"#)
+        let run = try await runToolInShell("bank", #""$TOOL" simulate --operations 1000 | true; exit ${PIPESTATUS[0]}"#)
         #expect(run.status == 1)
         #expect(!run.errors.contains("Error"), "\(run.errors)")
         #expect(!run.errors.contains("Broken pipe"))
         #expect(run.errors.contains("progress: 1000/1000"))  // the simulation ran to its end
     }
 
-    @Test func simulateIsTheDefaultSubcommand() throws {
-        let run = try bank("--accounts", "5", "--operations", "100", "--concurrency", "readers-writer")
+    @Test func simulateIsTheDefaultSubcommand() async throws {
+        let run = try await bank("--accounts", "5", "--operations", "100", "--concurrency", "readers-writer")
         #expect(run.status == 0, "\(run.errors)")
         #expect(run.output.contains("readers-writer ledger"))
     }
 
-    @Test func batchedNotificationsAreAnOption() throws {
-        let run = try bank("simulate", "--accounts", "20", "--operations", "5000", "--notifications", "batched")
+    @Test func batchedNotificationsAreAnOption() async throws {
+        let run = try await bank("simulate", "--accounts", "20", "--operations", "5000", "--notifications", "batched")
         #expect(run.status == 0, "\(run.errors)")
         #expect(run.output.contains("batched notifications"))
         #expect(run.output.contains("All checks passed."))
     }
 
-    @Test func changesCanBeCountedThroughTheAsyncSequence() throws {
-        let run = try bank("simulate", "--accounts", "20", "--operations", "5000", "--count-through", "changes")
+    @Test func changesCanBeCountedThroughTheAsyncSequence() async throws {
+        let run = try await bank("simulate", "--accounts", "20", "--operations", "5000", "--count-through", "changes")
         #expect(run.status == 0, "\(run.errors)")
         #expect(run.output.contains("every change given once, in order"))
         #expect(run.output.contains("All checks passed."))
     }
 
-    @Test func aContentionProfileIsWrittenAndItsTopRowsPrinted() throws {
+    @Test func aContentionProfileIsWrittenAndItsTopRowsPrinted() async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("contention-\(UUID()).pb.gz")
         defer { try? FileManager.default.removeItem(at: file) }
-        let run = try bank("simulate", "--threads", "4", "--operations", "20000", "--contention-profile", file.path)
+        let run = try await bank(
+            "simulate", "--threads", "4", "--operations", "20000", "--contention-profile", file.path)
         #expect(run.status == 0, "\(run.errors)")
         #expect(run.errors.contains("Contention profile:"))
         #expect(run.errors.contains("Contention profile written to \(file.path)."))
@@ -86,18 +87,18 @@ struct BankToolTests {
         #expect(run.output.contains("All checks passed."))
     }
 
-    @Test func theEnvironmentVariableProfilesARunWithoutTheOption() throws {
+    @Test func theEnvironmentVariableProfilesARunWithoutTheOption() async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("contention-\(UUID()).pb.gz")
         defer { try? FileManager.default.removeItem(at: file) }
-        let run = try runToolInShell(
+        let run = try await runToolInShell(
             "bank", "EXCLUSION_CONTENTION_PROFILE='\(file.path)' \"$TOOL\" simulate --operations 20000")
         #expect(run.status == 0, "\(run.errors)")
         #expect(run.errors.contains("Contention profile written to \(file.path)"))
         #expect(FileManager.default.fileExists(atPath: file.path))
     }
 
-    @Test func jsonReportIsValidJSON() throws {
-        let run = try bank("simulate", "--accounts", "10", "--operations", "2000", "--json", "--seed", "9")
+    @Test func jsonReportIsValidJSON() async throws {
+        let run = try await bank("simulate", "--accounts", "10", "--operations", "2000", "--json", "--seed", "9")
         #expect(run.status == 0, "\(run.errors)")
         let json = try JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any]
         #expect(json?["passed"] as? Bool == true)
@@ -116,8 +117,8 @@ struct BankToolTests {
         ["simulate", "--bogus"],
         ["withdraw"],
     ])
-    func badArgumentsExit64WithAMessage(arguments: [String]) throws {
-        let run = try runTool("bank", arguments)
+    func badArgumentsExit64WithAMessage(arguments: [String]) async throws {
+        let run = try await runTool("bank", arguments)
         #expect(run.status == 64)
         #expect(run.errors.contains("Error:"))
     }

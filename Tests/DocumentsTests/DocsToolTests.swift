@@ -7,17 +7,17 @@ import ToolTesting
 /// End-to-end: the built `docs` executable on generated files, broken ones included.
 @Suite("docs tool", .timeLimit(.minutes(5)))
 struct DocsToolTests {
-    private func docs(_ arguments: [String]) throws -> ToolRun { try runTool("docs", arguments) }
-    private func shell(_ script: String) throws -> ToolRun { try runToolInShell("docs", script) }
+    private func docs(_ arguments: [String]) async throws -> ToolRun { try await runTool("docs", arguments) }
+    private func shell(_ script: String) async throws -> ToolRun { try await runToolInShell("docs", script) }
 
-    @Test func importCanWriteAContentionProfile() throws {
+    @Test func importCanWriteAContentionProfile() async throws {
         let input = TemporaryFolder("docs-input")
         defer { input.remove() }
         let store = TemporaryFolder("docs-store")
         defer { store.remove() }
         for index in 0..<50 { input.file("doc\(index).xml", "<doc><title>\(index)</title>words</doc>") }
         let file = store.url.appendingPathComponent("contention.pb.gz")
-        let imported = try docs([
+        let imported = try await docs([
             "import", "--store", store.url.path, "--contention-profile", file.path, input.url.path,
         ])
         #expect(imported.status == 0, "\(imported.errors)")
@@ -26,7 +26,7 @@ struct DocsToolTests {
         #expect((try? Data(contentsOf: file))?.prefix(2) == Data([0x1F, 0x8B]))
     }
 
-    @Test func importListShowAndRemove() throws {
+    @Test func importListShowAndRemove() async throws {
         let input = TemporaryFolder("docs-input")
         defer { input.remove() }
         let store = TemporaryFolder("docs-store")
@@ -35,32 +35,34 @@ struct DocsToolTests {
         input.file("nested/deeper/b.json", #"{"title": "Beta", "text": "three"}"#)
         input.file("c.md", "four five six")
 
-        let imported = try docs(["import", "--store", store.url.path, input.url.path])
+        let imported = try await docs(["import", "--store", store.url.path, input.url.path])
         #expect(imported.status == 0, "\(imported.errors)")
         #expect(imported.output.contains("Imported 3, failed 0, cancelled 0."))
         #expect(imported.errors.contains("3/3"))  // plain progress lines: not a terminal
 
         // --store before or after the subcommand.
-        for list in [try docs(["list", "--store", store.url.path]), try docs(["--store", store.url.path, "list"])] {
+        for list in [
+            try await docs(["list", "--store", store.url.path]), try await docs(["--store", store.url.path, "list"]),
+        ] {
             #expect(list.status == 0)
             #expect(
                 list.output.split(separator: "\n").map { $0.split(separator: "\t")[0] } == ["a.xml", "c.md", "b.json"])
         }
 
-        let show = try docs(["--store", store.url.path, "show", "b.json"])
+        let show = try await docs(["--store", store.url.path, "show", "b.json"])
         #expect(show.output.contains("title: Beta"))
         #expect(show.output.contains("format: json"))
-        let contents = try docs(["show", "--store", store.url.path, "c.md", "--contents"])
+        let contents = try await docs(["show", "--store", store.url.path, "c.md", "--contents"])
         #expect(contents.output == "four five six")
 
-        let removed = try docs(["remove", "--store", store.url.path, "a.xml"])
+        let removed = try await docs(["remove", "--store", store.url.path, "a.xml"])
         #expect(removed.status == 0)
-        #expect(try docs(["list", "--store", store.url.path]).output.contains("a.xml") == false)
-        #expect(try docs(["show", "--store", store.url.path, "a.xml"]).status == 1)
-        #expect(try docs(["remove", "--store", store.url.path, "a.xml"]).status == 1)
+        #expect(try await docs(["list", "--store", store.url.path]).output.contains("a.xml") == false)
+        #expect(try await docs(["show", "--store", store.url.path, "a.xml"]).status == 1)
+        #expect(try await docs(["remove", "--store", store.url.path, "a.xml"]).status == 1)
     }
 
-    @Test func brokenFilesFailAloneWithOneLineEachAndExitOne() throws {
+    @Test func brokenFilesFailAloneWithOneLineEachAndExitOne() async throws {
         let input = TemporaryFolder("docs-input")
         defer { input.remove() }
         let store = TemporaryFolder("docs-store")
@@ -71,7 +73,7 @@ struct DocsToolTests {
         input.file("empty.txt", bytes: Data())
         input.file("photo.jpg", "jpeg")
 
-        let run = try docs(["import", "--store", store.url.path, input.url.path])
+        let run = try await docs(["import", "--store", store.url.path, input.url.path])
         #expect(run.status == 1)
         #expect(run.output.contains("Imported 1, failed 4, cancelled 0."))
         let failures = run.output.split(separator: "\n").filter { $0.hasPrefix("failed: ") }
@@ -83,35 +85,35 @@ struct DocsToolTests {
             #expect(failure.hasPrefix("failed: \(input.url.path)/\(name)"), "\(failure)")
             #expect(failure.components(separatedBy: name).count == 2, "the file named once: \(failure)")
         }
-        #expect(try docs(["list", "--store", store.url.path]).output.hasPrefix("good.txt"))
+        #expect(try await docs(["list", "--store", store.url.path]).output.hasPrefix("good.txt"))
     }
 
     @Test(arguments: [["import", "--store", "/tmp/x"], ["frobnicate"], ["show"], ["list", "--bogus"]])
-    func badArgumentsExit64(arguments: [String]) throws {
-        let run = try docs(arguments)
+    func badArgumentsExit64(arguments: [String]) async throws {
+        let run = try await docs(arguments)
         #expect(run.status == 64, "\(arguments): \(run.errors)")
         #expect(run.errors.contains("Error") || run.errors.contains("Usage"))
     }
 
-    @Test func aStoreThatCantBeOpenedExitsOneWithoutUsageAndReadersCreateNothing() throws {
+    @Test func aStoreThatCantBeOpenedExitsOneWithoutUsageAndReadersCreateNothing() async throws {
         let folder = TemporaryFolder("docs-store")
         defer { folder.remove() }
         let missing = folder.url.appendingPathComponent("missing").path
         for arguments in [["list"], ["show", "a.txt"], ["show", "a.txt", "--contents"], ["remove", "a.txt"]] {
-            let run = try docs(["--store", missing] + arguments)
+            let run = try await docs(["--store", missing] + arguments)
             #expect(run.status == 1, "\(arguments)")
             #expect(run.errors.contains("cannot open the store"), "\(arguments): \(run.errors)")
             #expect(!run.errors.contains("Usage"))
         }
         let notAStore = folder.file("documents.sqlite", "hello")
-        let run = try docs(["--store", folder.url.path, "import", notAStore.path])
+        let run = try await docs(["--store", folder.url.path, "import", notAStore.path])
         #expect(run.status == 1)
         #expect(run.errors.contains("not a document store"), "\(run.errors)")
         #expect(folder.entries == ["documents.sqlite"])
         #expect(try String(contentsOf: notAStore, encoding: .utf8) == "hello")
     }
 
-    @Test func outputThatCantBeWrittenExitsOneAndNeverCutsAnImportShort() throws {
+    @Test func outputThatCantBeWrittenExitsOneAndNeverCutsAnImportShort() async throws {
         let input = TemporaryFolder("docs-input")
         defer { input.remove() }
         let store = TemporaryFolder("docs-store")
@@ -130,29 +132,30 @@ struct DocsToolTests {
         try handle.truncate(atOffset: 64 << 20)
         try handle.close()
         let o = atTheLimit.path
-        let tooLarge = try shell(#"trap '' XFSZ; ulimit -f 65536; "$TOOL" --store "\#(s)" import "\#(i)" >> "\#(o)""#)
+        let tooLarge = try await shell(
+            #"trap '' XFSZ; ulimit -f 65536; "$TOOL" --store "\#(s)" import "\#(i)" >> "\#(o)""#)
         #expect(tooLarge.status == 1)
         #expect(tooLarge.errors.contains("cannot write the output: File too large"), "\(tooLarge.errors)")
-        #expect(try docs(["--store", s, "list"]).output.split(separator: "\n").count == 200)
+        #expect(try await docs(["--store", s, "list"]).output.split(separator: "\n").count == 200)
         if FileManager.default.fileExists(atPath: "/dev/full") {  // Linux's device that is always full
-            let full = try shell(#""$TOOL" --store "\#(s)" import "\#(i)" > /dev/full"#)
+            let full = try await shell(#""$TOOL" --store "\#(s)" import "\#(i)" > /dev/full"#)
             #expect(full.status == 1)
             #expect(full.errors.contains("No space left on device"))
         }
         // Progress into a pipe whose reader leaves after one line.
-        let piped = try shell(#""$TOOL" --store "\#(s)" import "\#(i)" 2>&1 | head -1; exit ${PIPESTATUS[0]}"#)
+        let piped = try await shell(#""$TOOL" --store "\#(s)" import "\#(i)" 2>&1 | head -1; exit ${PIPESTATUS[0]}"#)
         // Its summary meets a closed pipe (so it exits 1); what counts is that all 200 are stored.
         #expect(piped.output.split(separator: "\n").count == 1)
-        let closed = try shell(#""$TOOL" --store "\#(s)" list >&-"#)
+        let closed = try await shell(#""$TOOL" --store "\#(s)" list >&-"#)
         #expect(closed.status == 1)
         #expect(closed.errors.contains("standard output is closed"))
-        let quiet = try shell(#""$TOOL" --store "\#(s)" import "\#(i)" 2>&-"#)
+        let quiet = try await shell(#""$TOOL" --store "\#(s)" import "\#(i)" 2>&-"#)
         #expect(quiet.status == 0)
-        let list = try docs(["--store", s, "list"])
+        let list = try await docs(["--store", s, "list"])
         #expect(list.output.split(separator: "\n").count == 200)
     }
 
-    @Test func aReaderThatLeavesEndsTheToolQuietly() throws {
+    @Test func aReaderThatLeavesEndsTheToolQuietly() async throws {
         let input = TemporaryFolder("docs-input")
         defer { input.remove() }
         let store = TemporaryFolder("docs-store")
@@ -162,21 +165,22 @@ struct DocsToolTests {
         for number in 0..<50 { input.file("doc-\(number).txt", "words \(number)") }
         let s = store.url.path
         let i = input.url.path
-        let imported = try shell(#""$TOOL" --store "\#(s)" import "\#(i)" 2>/dev/null | true; exit ${PIPESTATUS[0]}"#)
+        let imported = try await shell(
+            #""$TOOL" --store "\#(s)" import "\#(i)" 2>/dev/null | true; exit ${PIPESTATUS[0]}"#)
         #expect(imported.status == 1)
         #expect(imported.errors.isEmpty, "\(imported.errors)")
-        #expect(try docs(["--store", s, "list"]).output.split(separator: "\n").count == 51)  // all stored
+        #expect(try await docs(["--store", s, "list"]).output.split(separator: "\n").count == 51)  // all stored
         for script in [
             #""$TOOL" --store "\#(s)" show big.txt --contents | head -c 10; exit ${PIPESTATUS[0]}"#,
             #""$TOOL" --store "\#(s)" list | true; exit ${PIPESTATUS[0]}"#,
         ] {
-            let run = try shell(script)
+            let run = try await shell(script)
             #expect(run.status != 0, "\(script)")
             #expect(run.errors.isEmpty, "\(script): \(run.errors)")
         }
     }
 
-    @Test func namesAndTitlesCantForgeOutput() throws {
+    @Test func namesAndTitlesCantForgeOutput() async throws {
         let input = TemporaryFolder("docs-input")
         defer { input.remove() }
         let store = TemporaryFolder("docs-store")
@@ -184,19 +188,19 @@ struct DocsToolTests {
         input.file("tab\tname.txt", "x")
         input.file("new\nline.txt", "x")
         input.file("title.json", #"{"title": "evil\nname: forged\u001b[2J"}"#)
-        let run = try docs(["--store", store.url.path, "import", input.url.path])
+        let run = try await docs(["--store", store.url.path, "import", input.url.path])
         #expect(run.status == 1)
         #expect(run.output.contains("Imported 1, failed 2"))
         #expect(run.output.split(separator: "\n").filter { $0.hasPrefix("failed: ") }.count == 2)
-        let show = try docs(["--store", store.url.path, "show", "title.json"])
+        let show = try await docs(["--store", store.url.path, "show", "title.json"])
         #expect(show.output.split(separator: "\n").count == 5, "\(show.output)")
         #expect(!show.output.contains("\u{1B}"))
-        let invalid = try docs(["--store", store.url.path, "show", "tab\tname.txt"])
+        let invalid = try await docs(["--store", store.url.path, "show", "tab\tname.txt"])
         #expect(invalid.status == 1)
         #expect(invalid.errors.contains("invalid document name"))
     }
 
-    @Test func hiddenEntriesAreSkippedAndCountedAndLinksToFilesFollowed() throws {
+    @Test func hiddenEntriesAreSkippedAndCountedAndLinksToFilesFollowed() async throws {
         let input = TemporaryFolder("docs-input")
         defer { input.remove() }
         let store = TemporaryFolder("docs-store")
@@ -210,29 +214,29 @@ struct DocsToolTests {
             at: input.url.appendingPathComponent("sub/link.txt"), withDestinationURL: target)
         try FileManager.default.createSymbolicLink(
             at: input.url.appendingPathComponent("loop"), withDestinationURL: input.url)
-        let run = try docs(["--store", store.url.path, "import", input.url.path])
+        let run = try await docs(["--store", store.url.path, "import", input.url.path])
         #expect(run.status == 0, "\(run.output)\(run.errors)")
         #expect(run.output.contains("Imported 3, failed 0, cancelled 0."))
         #expect(run.output.contains("Skipped 4"))  // .hidden.txt, .git, loop, elsewhere/.c.txt
-        let names = try docs(["--store", store.url.path, "list"]).output.split(separator: "\n").map {
+        let names = try await docs(["--store", store.url.path, "list"]).output.split(separator: "\n").map {
             $0.split(separator: "\t")[0]
         }
         #expect(names.sorted() == ["a.txt", "b.txt", "link.txt"])
     }
 
-    @Test func twoFilesWithOneNameInOneImportFailTheSecondNamingBoth() throws {
+    @Test func twoFilesWithOneNameInOneImportFailTheSecondNamingBoth() async throws {
         let input = TemporaryFolder("docs-input")
         defer { input.remove() }
         let store = TemporaryFolder("docs-store")
         defer { store.remove() }
         let first = input.file("one/caf\u{E9}.txt", "first")
         let second = input.file("two/cafe\u{301}.txt", "second")
-        let run = try docs(["--store", store.url.path, "import", input.url.path])
+        let run = try await docs(["--store", store.url.path, "import", input.url.path])
         #expect(run.status == 1)
         let failure = run.output.split(separator: "\n").first { $0.hasPrefix("failed: ") }
         #expect(failure?.contains(first.path) == true && failure?.contains(second.path) == true, "\(run.output)")
         #expect(failure?.components(separatedBy: second.path).count == 2, "the path once: \(run.output)")
-        #expect(try docs(["--store", store.url.path, "show", "café.txt", "--contents"]).output == "first")
+        #expect(try await docs(["--store", store.url.path, "show", "café.txt", "--contents"]).output == "first")
     }
 
     /// Two imports at once into one store, with a reader listing it beside them: nothing lost.
@@ -246,9 +250,9 @@ struct DocsToolTests {
                 input.file("p\(side)-\(number).xml", "<doc><title>\(side) \(number)</title></doc>")
             }
         }
-        _ = try docs(["--store", store.url.path, "import", inputs[0].url.appendingPathComponent("p0-0.xml").path])
+        _ = try await docs(["--store", store.url.path, "import", inputs[0].url.appendingPathComponent("p0-0.xml").path])
         let s = store.url.path
-        let runs = try shell(
+        let runs = try await shell(
             #"""
             "$TOOL" --store "\#(s)" import "\#(inputs[0].url.path)" > /tmp/exclusion-import-0.$$ 2>&1 & first=$!
             "$TOOL" --store "\#(s)" import "\#(inputs[1].url.path)" > /tmp/exclusion-import-1.$$ 2>&1 & second=$!
@@ -263,12 +267,12 @@ struct DocsToolTests {
             echo "statuses $a $b lists $lists"
             """#)
         #expect(runs.output.contains("statuses 0 0"), "\(runs.output)\(runs.errors)")
-        let list = try docs(["--store", s, "list"])
+        let list = try await docs(["--store", s, "list"])
         let names = list.output.split(separator: "\n").map { String($0.split(separator: "\t")[0]) }
         #expect(names.count == 300)
         #expect(Set(names).count == 300)
         for name in ["p0-149.xml", "p1-0.xml", "p1-149.xml"] {
-            #expect(try docs(["--store", s, "show", name]).output.contains("title:"))
+            #expect(try await docs(["--store", s, "show", name]).output.contains("title:"))
         }
         #expect(store.entries.allSatisfy { $0.hasPrefix("documents.sqlite") })
     }

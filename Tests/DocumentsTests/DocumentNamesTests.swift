@@ -22,17 +22,17 @@ private struct Watching {
         let started = Flag()
         let seen = seen
         let names = manager.allDocsValues  // the loop holds the sequence, not the manager
-        loop = Task.detached {
+        loop = onADedicatedThread {
             var iterator = names.makeAsyncIterator()
             started.raise()
             while let names = await iterator.next(isolation: nil) { seen.record(names) }
         }
-        _ = await eventually(timeout: progress) { started.isRaised }
+        _ = await eventually { started.isRaised }
     }
 
     /// Whether a list satisfying `condition` arrives within `progress`.
-    func sees(_ condition: @escaping ([String]) -> Bool) async -> Bool {
-        await eventually(timeout: progress) { seen.values.contains(where: condition) }
+    func sees(_ condition: @escaping @Sendable ([String]) -> Bool) async -> Bool {
+        await eventually { seen.values.contains(where: condition) }
     }
 
     func stop() async {
@@ -79,18 +79,18 @@ struct DocumentNamesTests {
         let folder = TemporaryFolder()
         defer { folder.remove() }
         let manager = try DocumentManager(directory: folder.url)
-        let changed = Task.detached { [names = manager.allDocsValues] in
+        let changed = onADedicatedThread { [names = manager.allDocsValues] in
             for await names in names where names.contains("x.txt") { break }
         }
-        #expect(await eventually(timeout: progress) { manager.storeWatches.load(ordering: .relaxed) == 1 })
+        #expect(await eventually { manager.storeWatches.load(ordering: .relaxed) == 1 })
         _ = try await manager.save(text, as: "x.txt")
         await changed.value
         #expect(manager.storeWatches.load(ordering: .relaxed) == 0)
 
-        let cancelled = Task.detached { [names = manager.allDocsValues] in
+        let cancelled = onADedicatedThread { [names = manager.allDocsValues] in
             for await _ in names {}
         }
-        #expect(await eventually(timeout: progress) { manager.storeWatches.load(ordering: .relaxed) == 1 })
+        #expect(await eventually { manager.storeWatches.load(ordering: .relaxed) == 1 })
         cancelled.cancel()
         await cancelled.value
         #expect(manager.storeWatches.load(ordering: .relaxed) == 0)
@@ -103,13 +103,13 @@ struct DocumentNamesTests {
         do {
             let manager = try DocumentManager(directory: folder.url)
             let names = manager.allDocsValues
-            Task.detached {
+            onADedicatedThread {
                 for await _ in names {}
                 ended.raise()
             }
             _ = try await manager.save(text, as: "a.txt")
         }
-        #expect(await eventually(timeout: progress) { ended.isRaised })
+        #expect(await eventually { ended.isRaised })
     }
 
     @MainActor @Test func aLoopOnTheMainActorIsGivenItsNamesThere() async throws {

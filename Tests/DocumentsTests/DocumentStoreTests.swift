@@ -44,7 +44,7 @@ struct DocumentStoreTests {
         #expect(await eventually { SQLiteSleeps.watchedThreadSleeps })
         let names = manager.registry.readIfAvailable { $0.names }
         #expect(names == ["first.txt"])  // nil on the engine that held the registry through commits
-        #expect(await onItsOwnThread { manager.allDocs } == ["first.txt"])
+        #expect(try await onItsOwnThread { manager.allDocs } == ["first.txt"])
         release.raise()
         await saved.wait()
         #expect(manager.allDocs == ["first.txt", "second.txt"])

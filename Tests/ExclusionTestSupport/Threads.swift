@@ -2,26 +2,38 @@ import Dispatch
 import Exclusion
 import Foundation
 import Synchronization
+import Testing
 
-/// Runs `body(index)` on `count` new threads that start together, and returns when all are done.
+/// Runs `body(index)` on `count` new threads that start together, and returns when all are done,
+/// or records an issue and returns after `limit` if some aren't.
 ///
 /// Real threads, not tasks: races that hide on a two-core cooperative pool show up here. The
-/// caller awaits a continuation, so no test thread is ever blocked.
-public func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) async {
+/// caller awaits a continuation, so no test thread is ever blocked. What the threads run is a
+/// workload: its limit is `workloadPatience`.
+public func onThreads(
+    _ count: Int, limit: Duration = workloadPatience, sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: @escaping @Sendable (Int) -> Void
+) async {
     let ready = Atomic<Int>(0)
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-        let finished = Atomic<Int>(0)
-        for index in 0..<count {
-            let thread = Thread {
-                ready.add(1, ordering: .sequentiallyConsistent)
-                while ready.load(ordering: .sequentiallyConsistent) < count { sched_yield() }
-                body(index)
-                if finished.add(1, ordering: .sequentiallyConsistent).newValue == count {
-                    continuation.resume()
+    let finished = Atomic<Int>(0)
+    do {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let resumption = OneResumption(continuation)
+            resumption.giveUp(after: limit, "\(count) threads to finish", sourceLocation)
+            for index in 0..<count {
+                let thread = Thread {
+                    ready.add(1, ordering: .sequentiallyConsistent)
+                    while ready.load(ordering: .sequentiallyConsistent) < count { sched_yield() }
+                    body(index)
+                    if finished.add(1, ordering: .sequentiallyConsistent).newValue == count {
+                        resumption.resume(with: .success(()))
+                    }
                 }
+                thread.start()
             }
-            thread.start()
         }
+    } catch {
+        Issue.record("\(error) (\(finished.load(ordering: .relaxed)) finished)", sourceLocation: sourceLocation)
     }
 }
 
@@ -31,30 +43,94 @@ public func onNewThread(_ body: @escaping @Sendable () -> Void) {
 }
 
 /// Runs `body`, which may block, on a new thread; the caller awaits its result without blocking a
-/// test thread.
-public func onItsOwnThread<R: Sendable>(_ body: @escaping @Sendable () -> R) async -> R {
-    await withCheckedContinuation { continuation in
-        onNewThread { continuation.resume(returning: body()) }
+/// test thread. Throws `GaveUp` if `body` hasn't returned after `limit` (its thread is left to it).
+public func onItsOwnThread<R: Sendable>(
+    limit: Duration = patience, sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: @escaping @Sendable () -> R
+) async throws -> R {
+    try await withCheckedThrowingContinuation { continuation in
+        let resumption = OneResumption(continuation)
+        resumption.giveUp(after: limit, "a blocking call to return", sourceLocation)
+        onNewThread { resumption.resume(with: .success(body())) }
     }
 }
 
-/// Waits (without blocking a test thread for long) until `condition` holds; false after `timeout`.
-/// It polls: use it for conditions nothing announces, and assert what it returns.
-nonisolated(nonsending) public func eventually(timeout: Duration = .seconds(300), _ condition: () -> Bool) async -> Bool
-{
-    let deadline = ContinuousClock.now + timeout
+/// `onItsOwnThread` for a body that returns nothing: records an issue instead of throwing if it
+/// hasn't returned after `limit`.
+public func onItsOwnThread(
+    limit: Duration = patience, sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: @escaping @Sendable () -> Void
+) async {
+    do {
+        _ = try await onItsOwnThread(limit: limit, sourceLocation: sourceLocation) { () -> Bool in
+            body()
+            return true
+        }
+    } catch {
+        Issue.record("\(error)", sourceLocation: sourceLocation)
+    }
+}
+
+/// Waits until `condition` holds, and returns true; or records an issue naming what was awaited and
+/// returns false once `limit` has passed. It polls, every millisecond, on the watchdog's queue, off
+/// the tasks' thread pool: use it for conditions nothing announces, and assert what it returns.
+public func eventually(
+    for what: String = "its condition to hold", limit: Duration = patience,
+    sourceLocation: SourceLocation = #_sourceLocation, _ condition: @escaping @Sendable () -> Bool
+) async -> Bool {
+    do {
+        return try await withCheckedThrowingContinuation { continuation in
+            let resumption = OneResumption(continuation)
+            resumption.giveUp(after: limit, what, sourceLocation)
+            @Sendable func poll() {
+                if condition() {
+                    resumption.resume(with: .success(true))
+                } else if resumption.isPending {
+                    watchdog.asyncAfter(deadline: .now() + .milliseconds(1), execute: poll)
+                }
+            }
+            watchdog.async(execute: poll)
+        }
+    } catch {
+        Issue.record("\(error)", sourceLocation: sourceLocation)
+        return false
+    }
+}
+
+/// `eventually` for a condition on main-actor state: polled on the main actor, every millisecond,
+/// until it holds or `limit` has passed.
+@MainActor
+public func eventuallyOnTheMainActor(
+    for what: String = "its condition to hold", limit: Duration = patience,
+    sourceLocation: SourceLocation = #_sourceLocation, _ condition: @MainActor () -> Bool
+) async -> Bool {
+    let deadline = ContinuousClock.now + limit
     while !condition() {
-        if ContinuousClock.now > deadline { return false }
+        guard ContinuousClock.now < deadline else {
+            Issue.record(
+                "\(GaveUp(what: what, sourceLocation: sourceLocation, limit: limit))", sourceLocation: sourceLocation)
+            return false
+        }
         try? await Task.sleep(for: .milliseconds(1))
     }
     return true
 }
 
+/// Whether `condition` comes to hold within `limit`, for a test that must show something does *not*
+/// happen: returns false, recording nothing, once `limit` has passed. Polls like `eventually`.
+public func holds(within limit: Duration, _ condition: @escaping @Sendable () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + limit
+    return await eventually(limit: limit + patience) {
+        condition() || ContinuousClock.now > deadline
+    } && condition()
+}
+
 /// Waits on a real thread until `condition` holds or `timeout` passes; returns whether it held.
 ///
-/// The timeouts are generous on purpose: under ThreadSanitizer, with the whole suite running on two
-/// cores, a thread can wait seconds for its turn.
-public func spin(until condition: () -> Bool, timeout: Duration = .seconds(300)) -> Bool {
+/// For a helper thread's waits (a holder that stays until told to leave), not for a test's: those
+/// are bounded by what the test awaits. The default is long, so that on a busy machine a helper
+/// never gives up before the test does, which would change what the test sees.
+public func spin(until condition: () -> Bool, timeout: Duration = workloadPatience) -> Bool {
     let deadline = ContinuousClock.now + timeout
     var rounds = 0
     while !condition() {
@@ -71,9 +147,9 @@ public final class Flag: Sendable {
     public init() {}
     public func raise() { _value.store(true, ordering: .sequentiallyConsistent) }
     public var isRaised: Bool { _value.load(ordering: .sequentiallyConsistent) }
-    /// Spins until raised; returns false after `timeout`.
+    /// Spins until raised; returns false after `timeout` (long: see `spin(until:timeout:)`).
     @discardableResult
-    public func wait(timeout: Duration = .seconds(300)) -> Bool { spin(until: { isRaised }, timeout: timeout) }
+    public func wait(timeout: Duration = workloadPatience) -> Bool { spin(until: { isRaised }, timeout: timeout) }
 }
 
 // Test-side helpers guard their state with NSLock, not `Synchronization.Mutex`: on Linux the
@@ -96,25 +172,40 @@ public final class Countdown: @unchecked Sendable {
     // @unchecked: _remaining and _waiter are only touched while _lock is held.
     private let _lock = NSLock()
     private var _remaining: Int
-    private var _waiter: CheckedContinuation<Void, Never>?
-    public init(_ count: Int) { _remaining = count }
+    private let _count: Int
+    private var _waiter: OneResumption<Void>?
+    public init(_ count: Int) {
+        _remaining = count
+        _count = count
+    }
     public func arrive() {
-        let waiter: CheckedContinuation<Void, Never>? = _lock.withLock {
+        let waiter: OneResumption<Void>? = _lock.withLock {
             _remaining -= 1
             guard _remaining == 0 else { return nil }
             defer { _waiter = nil }
             return _waiter
         }
-        waiter?.resume()
+        waiter?.resume(with: .success(()))
     }
-    public func wait() async {
-        await withCheckedContinuation { continuation in
-            let done = _lock.withLock {
-                if _remaining <= 0 { return true }
-                _waiter = continuation
-                return false
+    /// Returns once every arrival happened, or records an issue and returns after `limit`.
+    public func wait(limit: Duration = patience, sourceLocation: SourceLocation = #_sourceLocation) async {
+        do {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let resumption = OneResumption(continuation)
+                let done = _lock.withLock {
+                    if _remaining <= 0 { return true }
+                    _waiter = resumption
+                    return false
+                }
+                if done {
+                    resumption.resume(with: .success(()))
+                } else {
+                    resumption.giveUp(after: limit, "\(_count) arrivals", sourceLocation)
+                }
             }
-            if done { continuation.resume() }
+        } catch {
+            let arrived = _lock.withLock { _count - _remaining }
+            Issue.record("\(error) (\(arrived) arrived)", sourceLocation: sourceLocation)
         }
     }
 }
@@ -146,7 +237,7 @@ public func readsOverlap(
 ) async -> Bool {
     let inside = Atomic<Int>(0)
     let overlapped = Flag()
-    await onThreads(2) { _ in
+    await onThreads(2, limit: patience * 2 + ExclusionTestSupport.patience) { _ in
         read {
             if inside.add(1, ordering: .sequentiallyConsistent).newValue == 2 { overlapped.raise() }
             overlapped.wait(timeout: patience)
@@ -157,10 +248,21 @@ public func readsOverlap(
 }
 
 /// Runs everything already submitted to `queue`, then returns: a barrier for counting what was
-/// delivered there, instead of a sleep. `queue` must be serial.
-public func drain(_ queue: DispatchQueue) async {
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-        queue.async { continuation.resume() }
+/// delivered there, instead of a sleep. `queue` must be serial. Records an issue and returns if
+/// the queue hasn't got there after `limit`.
+public func drain(
+    _ queue: DispatchQueue, limit: Duration = patience, sourceLocation: SourceLocation = #_sourceLocation
+)
+    async
+{
+    do {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let resumption = OneResumption(continuation)
+            resumption.giveUp(after: limit, "the queue \(queue.label) to run what was submitted", sourceLocation)
+            queue.async { resumption.resume(with: .success(())) }
+        }
+    } catch {
+        Issue.record("\(error)", sourceLocation: sourceLocation)
     }
 }
 
@@ -188,4 +290,43 @@ public func awaitSuspends(
     Task { @MainActor in otherTaskRan.raise() }
     await awaitAccess()
     return holderSawIt.isRaised
+}
+
+/// A call that blocks, started on a thread of its own at once, whose result is awaited later:
+/// `async let x = onItsOwnThread { ... }` without the child task, which would need a thread of the
+/// shared pool to start the call, and on a busy pool could start it seconds late.
+public final class BlockingCall<R: Sendable>: @unchecked Sendable {
+    // @unchecked: _result and _waiter are only touched while _lock is held.
+    private let _lock = NSLock()
+    private var _result: R?
+    private var _waiter: OneResumption<R>?
+
+    /// Starts `body` on a new thread.
+    public init(_ body: @escaping @Sendable () -> R) {
+        onNewThread { [self] in
+            let result = body()
+            let waiter: OneResumption<R>? = _lock.withLock {
+                _result = result
+                defer { _waiter = nil }
+                return _waiter
+            }
+            waiter?.resume(with: .success(result))
+        }
+    }
+
+    /// What the call returned; throws `GaveUp` if it hasn't returned after `limit`.
+    public func value(limit: Duration = patience, sourceLocation: SourceLocation = #_sourceLocation) async throws -> R {
+        try await withCheckedThrowingContinuation { continuation in
+            let resumption = OneResumption(continuation)
+            let result: R? = _lock.withLock {
+                if _result == nil { _waiter = resumption }
+                return _result
+            }
+            if let result {
+                resumption.resume(with: .success(result))
+            } else {
+                resumption.giveUp(after: limit, "a blocking call to return", sourceLocation)
+            }
+        }
+    }
 }

@@ -27,11 +27,11 @@ private let rounds = 6
 /// are plain threads started by the round itself, so a busy task pool can't make the waiter arrive
 /// after the hold. Both also access `cold`, one after the other, never at once. Returns the
 /// profile's report and the waiter's own measure of its waits.
-private func knownWorkload(hot: Exclusive<Int>, cold: Exclusive<Int>) async -> (ContentionReport, Duration) {
+private func knownWorkload(hot: Exclusive<Int>, cold: Exclusive<Int>) async throws -> (ContentionReport, Duration) {
     let profile = ContentionProfile.start(sampling: .all)
     var measured = Duration.zero
     for _ in 0..<rounds {
-        measured += await onItsOwnThread {
+        measured += try await onItsOwnThread {
             let waited = Recorder<Duration>()
             let waiterDone = DispatchSemaphore(value: 0)
             holderLine.store(#line + 1, ordering: .relaxed)
@@ -96,9 +96,9 @@ struct ContentionProfileTests {
             && instance.holders.first?.count == rounds
     }
 
-    @Test func theKnownWorkloadIsReportedWithItsSitesAndWait() async {
+    @Test func theKnownWorkloadIsReportedWithItsSitesAndWait() async throws {
         let (hot, cold) = (unique("hot"), unique("cold"))
-        let (report, measured) = await knownWorkload(
+        let (report, measured) = try await knownWorkload(
             hot: Exclusive(0, label: hot), cold: Exclusive(0, label: cold))
         #expect(showsTheKnownWorkload(report, hot: hot, cold: cold), "\(report)")
         // The profile's wait is the waiter's own, less what the access does besides waiting.
@@ -110,10 +110,10 @@ struct ContentionProfileTests {
     }
 
     @Test(arguments: [_ContentionFault.waitFromAcquisition, .waitUntilRelease, .noHolders])
-    func theCheckCatchesAPlantedBug(_ fault: _ContentionFault) async {
+    func theCheckCatchesAPlantedBug(_ fault: _ContentionFault) async throws {
         let (hot, cold) = (unique("hot"), unique("cold"))
-        let (report, _) = await withFault(fault) {
-            await knownWorkload(hot: Exclusive(0, label: hot), cold: Exclusive(0, label: cold))
+        let (report, _) = try await withFault(fault) {
+            try await knownWorkload(hot: Exclusive(0, label: hot), cold: Exclusive(0, label: cold))
         }
         withKnownIssue("every wait recorded as zero or as including the hold, or no holder's site noted") {
             #expect(showsTheKnownWorkload(report, hot: hot, cold: cold))
@@ -132,10 +132,10 @@ struct ContentionProfileTests {
                 _ = leave.wait(timeout: .seconds(120))
             }
         }
-        _ = await eventually(timeout: .seconds(120)) { inside.isRaised }
+        _ = await eventually { inside.isRaised }
         // The task suspends: its turn comes once the thread leaves.
         async let awaited: Void = box.access { $0 += 1 }
-        _ = await eventually(timeout: .seconds(120)) { box._engine._backlog.hasPending }
+        _ = await eventually { box._engine._backlog.hasPending }
         leave.raise()
         await awaited
         return profile.stop().instances.first { $0.label == label }
@@ -153,12 +153,10 @@ struct ContentionProfileTests {
     private func profiledConditionWait(label: String) async -> ContentionReport.Instance? {
         let box = Exclusive(0, label: label)
         let profile = ContentionProfile.start()
-        let waiter = Task.detached {
-            await onItsOwnThread { _ = try? box.access(when: { $0 > 0 }) { $0 += 1 } }
-        }
-        _ = await eventually(timeout: .seconds(120)) { box._engine._waitList.waiting == 1 }
+        let waiter = BlockingCall { _ = try? box.access(when: { $0 > 0 }) { $0 += 1 } }
+        #expect(await eventually { box._engine._waitList.waiting == 1 })
         await box.access { $0 = 1 }
-        await waiter.value
+        _ = try? await waiter.value()
         return profile.stop().instances.first { $0.label == label }
     }
 
@@ -189,16 +187,16 @@ struct ContentionProfileTests {
     /// Runs batches of rounds, each with a profile of its own, until one recorded such a wait (at
     /// most `batches`). Returns the last batch's report, and the waiter's own measure of its
     /// accesses in that batch.
-    private func shortWaits(label: String, batches: Int = 20) async -> (ContentionReport.Instance?, Duration) {
+    private func shortWaits(label: String, batches: Int = 20) async throws -> (ContentionReport.Instance?, Duration) {
         var last: (ContentionReport.Instance?, Duration) = (nil, .zero)
         for _ in 0..<batches {
             let box = Exclusive(0, label: label)
             let profile = ContentionProfile.start()
             let turn = Turns()
             let rounds = 300
-            let measured = await withTaskGroup(of: Duration.self) { group in
+            let measured = try await withThrowingTaskGroup(of: Duration.self) { group in
                 group.addTask {
-                    await onItsOwnThread {
+                    try await onItsOwnThread {
                         for round in 1...rounds {
                             // The waiter's last round is over: it waits for this one, not the last.
                             _ = spin(until: { turn.done.load(ordering: .sequentiallyConsistent) == round - 1 })
@@ -218,7 +216,7 @@ struct ContentionProfileTests {
                     }
                 }
                 group.addTask {
-                    await onItsOwnThread {
+                    try await onItsOwnThread {
                         var measured = Duration.zero
                         for round in 1...rounds {
                             _ = spin(until: { turn.go.load(ordering: .sequentiallyConsistent) == round })
@@ -231,7 +229,7 @@ struct ContentionProfileTests {
                         return measured
                     }
                 }
-                return await group.reduce(.zero, +)
+                return try await group.reduce(.zero, +)
             }
             last = (profile.stop().instances.first { $0.label == label }, measured)
             if last.0?.holders.contains(where: \.endedWhileSpinning) == true { break }
@@ -248,15 +246,15 @@ struct ContentionProfileTests {
             && spun.siteDescription == "(not asked: waits that ended while spinning)"
     }
 
-    @Test func waitsThatEndWhileSpinningAreRecordedWithoutAskingTheHolder() async {
+    @Test func waitsThatEndWhileSpinningAreRecordedWithoutAskingTheHolder() async throws {
         let label = unique("short waits")
-        let (instance, measured) = await shortWaits(label: label)
+        let (instance, measured) = try await shortWaits(label: label)
         #expect(recordsShortWaits(instance, measured: measured), "\(String(describing: instance))")
     }
 
-    @Test func theCheckCatchesShortWaitsLeftOut() async {
-        let (instance, measured) = await withFault(.spunWaitsLost) {
-            await shortWaits(label: unique("short waits"), batches: 3)
+    @Test func theCheckCatchesShortWaitsLeftOut() async throws {
+        let (instance, measured) = try await withFault(.spunWaitsLost) {
+            try await shortWaits(label: unique("short waits"), batches: 3)
         }
         withKnownIssue("waits that ended while the waiter spun not recorded") {
             #expect(recordsShortWaits(instance, measured: measured))
@@ -316,7 +314,7 @@ struct ContentionProfileTests {
     #if CHILD_PROCESSES || canImport(Darwin)
     @Test func thePprofFileDecodesWithItsSampleTypesAndLabels() async throws {
         let (hot, cold) = (unique("hot"), unique("cold"))
-        let (report, _) = await knownWorkload(hot: Exclusive(0, label: hot), cold: Exclusive(0, label: cold))
+        let (report, _) = try await knownWorkload(hot: Exclusive(0, label: hot), cold: Exclusive(0, label: cold))
         let profile = try Pprof(gzipped: report.pprof())
         #expect(profile.sampleTypes == [["contentions", "count"], ["delay", "nanoseconds"]])
         let samples = profile.samples.filter { $0.labels["label"] == hot }
@@ -335,7 +333,7 @@ struct ContentionProfileTests {
     }
 
     @Test func theDecoderRefusesADamagedFile() async throws {
-        let (report, _) = await knownWorkload(
+        let (report, _) = try await knownWorkload(
             hot: Exclusive(0, label: unique("hot")), cold: Exclusive(0, label: unique("cold")))
         let good = report.pprof()
         #expect(throws: (any Error).self) { try Pprof(gzipped: good.dropLast(9)) }  // a gzip cut short

@@ -80,17 +80,17 @@ struct LockTests {
         #expect(await eventually { finished.load(ordering: .sequentiallyConsistent) == 4 })
     }
 
-    @Test func aTimedWaitGivesUpAndLeavesNoSleeperBehind() async {
+    @Test func aTimedWaitGivesUpAndLeavesNoSleeperBehind() async throws {
         let lock = _Lock()
         defer { lock.destroy() }
         let holder = await Holder(lock)
-        let took = await onItsOwnThread { lock.lock(before: _Deadline(after: .milliseconds(20))) }
+        let took = try await onItsOwnThread { lock.lock(before: _Deadline(after: .milliseconds(20))) }
         #expect(!took)
         #expect(exclusion_lock_testing_waiters(lock._handle) == 0)
         await holder.release()
         // The lock is free, and nobody else holds it.
         #expect(
-            await onItsOwnThread {
+            try await onItsOwnThread {
                 guard lock.tryLock() else { return false }
                 lock.unlock()
                 return true

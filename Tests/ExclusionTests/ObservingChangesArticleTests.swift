@@ -30,9 +30,9 @@ struct ObservingChangesArticleTests {
     @MainActor @Test func theBadgeShowsTheCountNowThenEachChange() async {
         let badge = InventoryBadge()
         let loop = Task { await badge.keepCurrent() }  // on the main actor, like the badge
-        #expect(await eventually { badge.text == "3 items" })
+        #expect(await eventuallyOnTheMainActor { badge.text == "3 items" })
         await onItsOwnThread { addPears() }
-        #expect(await eventually { badge.text == "5 items" })
+        #expect(await eventuallyOnTheMainActor { badge.text == "5 items" })
         loop.cancel()
         await loop.value
     }

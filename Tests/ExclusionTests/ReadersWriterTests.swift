@@ -99,7 +99,7 @@ private func starvationScenario(_ lock: some ReadWriteLockLike) async -> [String
     }
     // A lock that lets the second reader in does so while the first still reads; give it a second
     // to. (A lock that keeps it out can only be shown to by waiting; the order below says which.)
-    _ = await eventually(timeout: .seconds(1)) { secondReaderDone.isRaised }
+    _ = await holds(within: .seconds(1)) { secondReaderDone.isRaised }
     releaseFirstReader.raise()
     #expect(await eventually { writerDone.isRaised && secondReaderDone.isRaised }, "a thread never got in")
     return order.values
@@ -386,7 +386,7 @@ struct ReadersWriterTests {
         #expect(suspended)
     }
 
-    @Test func aTryDoesNotFailForAReaderThatIsOnlyAnnouncingItself() async {
+    @Test func aTryDoesNotFailForAReaderThatIsOnlyAnnouncingItself() async throws {
         // A fast reader announces itself in its slot, then checks the bias. One caught in between
         // holds nothing yet: here it sees the bias withdrawn and leaves, as a real one would, and a
         // write try must wait that out and succeed instead of failing spuriously.
@@ -398,7 +398,7 @@ struct ReadersWriterTests {
         }
         // Given back on the thread that took it: the system's lock on Apple platforms stops a
         // process that gives a lock back from another thread.
-        let locked = await onItsOwnThread {
+        let locked = try await onItsOwnThread {
             let locked = lock.tryLockExclusive()
             if locked { lock.unlockExclusive() }
             return locked

@@ -36,7 +36,7 @@ private func valuesAreWholeAndInOrder(
     let writersDone = Flag()
     let final = Exclusive<Pair?>(nil, label: "final")
     let consuming = Flag()
-    let consumer = Task.detached {
+    let consumer = onADedicatedThread {
         var count = 0
         for await pair in values(pairs) {
             seen.record(pair)
@@ -46,7 +46,7 @@ private func valuesAreWholeAndInOrder(
             if writersDone.isRaised, await final.access({ $0 }) == pair { break }
         }
     }
-    _ = await eventually(timeout: progress) { consuming.isRaised }
+    _ = await eventually { consuming.isRaised }
     let giveUp = ContinuousClock.now + progress
     await onThreads(4) { _ in
         var made = 0
@@ -73,7 +73,7 @@ private func valuesAreWholeAndInOrder(
         return pair
     }
     await final.access { $0 = finalPair }
-    let finished = await eventually(timeout: progress) { seen.values.last == finalPair }
+    let finished = await eventually { seen.values.last == finalPair }
     consumer.cancel()
     await consumer.value
     let values = seen.values
@@ -212,19 +212,19 @@ struct ValuesTests {
     @Test func cancellingAWaitingConsumerRemovesItAtOnce() async {
         let value = Exclusive(0, label: "value")
         let ended = Flag()
-        let consumer = Task.detached {
+        let consumer = onADedicatedThread {
             for await _ in value.values({ $0 }) {}
             ended.raise()
         }
-        #expect(await eventually(timeout: progress) { value._engine._waitList.waiting == 1 })
+        #expect(await eventually { value._engine._waitList.waiting == 1 })
         consumer.cancel()
-        #expect(await eventually(timeout: progress) { ended.isRaised })
+        #expect(await eventually { ended.isRaised })
         #expect(value._engine._waitList.waiting == 0)
     }
 
     @Test func endingTheLoopLeavesNothingBehind() async {
         let value = Exclusive(0, label: "value")
-        let changed = Task.detached {
+        let changed = onADedicatedThread {
             for await current in value.values({ $0 }) where current == 3 { break }
         }
         await onItsOwnThread { for _ in 0..<3 { value.access { $0 += 1 } } }
@@ -238,19 +238,19 @@ struct ValuesTests {
             let value = Exclusive(0, label: "value")
             let engine = value._engine
             let values = value.values { $0 }
-            Task.detached {
+            onADedicatedThread {
                 for await _ in values {}
                 ended.raise()
             }
-            #expect(await eventually(timeout: progress) { engine._waitList.waiting == 1 })
+            #expect(await eventually { engine._waitList.waiting == 1 })
         }
         // The task's loop holds the sequence, not the instance: the instance is gone now.
-        #expect(await eventually(timeout: progress) { ended.isRaised })
+        #expect(await eventually { ended.isRaised })
     }
 
     @Test @MainActor func aLoopOnTheMainActorGetsItsValuesThere() async {
         let value = Exclusive(0, label: "value")
-        Task.detached { await onItsOwnThread { for _ in 0..<5 { value.access { $0 += 1 } } } }
+        _ = BlockingCall { for _ in 0..<5 { value.access { $0 += 1 } } }
         for await current in value.values({ $0 }) {
             dispatchPrecondition(condition: .onQueue(.main))
             if current == 5 { break }

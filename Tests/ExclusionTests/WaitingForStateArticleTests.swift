@@ -67,20 +67,20 @@ struct BoundedQueue<Element: Sendable>: Sendable {
 
 @Suite("The Waiting for state article", .timeLimit(.minutes(10)))
 struct WaitingForStateArticleTests {
-    @Test func theConsumerGetsTheJobAddedLater() async {
-        async let next = onItsOwnThread { try? consumeOneJob() }
+    @Test func theConsumerGetsTheJobAddedLater() async throws {
+        let next = BlockingCall { try? consumeOneJob() }
         await onItsOwnThread { addAJob() }
-        #expect(await next == "send invoices")
+        #expect(try await next.value() == "send invoices")
     }
 
     @Test func aWithdrawalWaitsForTheDepositAndGivesUpWithoutOne() async throws {
-        async let left = onItsOwnThread { try? withdraw(30, from: "savings", waitingAtMost: .seconds(60)) }
+        let left = BlockingCall { try? withdraw(30, from: "savings", waitingAtMost: .seconds(60)) }
         await onItsOwnThread {
             deposit(20, into: "savings")  // not enough yet
             deposit(20, into: "savings")
         }
-        #expect(await left == 10)
-        let timedOut = await onItsOwnThread { () -> Bool in
+        #expect(try await left.value() == 10)
+        let timedOut = try await onItsOwnThread { () -> Bool in
             do {
                 _ = try withdraw(1_000, from: "savings", waitingAtMost: .milliseconds(10))
                 return false
@@ -93,11 +93,11 @@ struct WaitingForStateArticleTests {
 
     @Test func theBoundedQueueMovesEveryItemInOrder() async throws {
         let queue = BoundedQueue<Int>(capacity: 4)
-        async let produced: Void = onItsOwnThread { for item in 0..<100 { try? queue.put(item) } }
+        let produced = BlockingCall { for item in 0..<100 { try? queue.put(item) } }
         var taken: [Int] = []
-        for _ in 0..<50 { taken.append(await onItsOwnThread { (try? queue.take()) ?? -1 }) }
+        for _ in 0..<50 { taken.append(try await onItsOwnThread { (try? queue.take()) ?? -1 }) }
         for _ in 0..<50 { taken.append(try await queue.take(waitingAtMost: .seconds(60))) }
-        await produced
+        try await produced.value()
         #expect(taken == Array(0..<100))
         await #expect(throws: TimeoutError.self) { try await queue.take(waitingAtMost: .milliseconds(10)) }
     }

@@ -43,15 +43,15 @@ private func everyWaiterWakes(_ items: Exclusive<Int>, patience: Duration) async
     for _ in 0..<2 {
         onNewThread { tally((try? items.access(when: { $0 > 0 }, timeout: patience) { $0 -= 1 }) != nil) }
     }
-    Task.detached { tally((try? await items.access(when: { $0 > 0 }, timeout: patience) { $0 -= 1 }) != nil) }
+    onADedicatedThread { tally((try? await items.access(when: { $0 > 0 }, timeout: patience) { $0 -= 1 }) != nil) }
     items.accessAsync(when: { $0 > 0 }, timeout: patience, { $0 -= 1 }, deliverOn: .global()) { tally($0.isSuccess) }
     // All four in line; a wait that already timed out has failed anyway.
-    let inLine = await eventually(timeout: progress) {
+    let inLine = await eventually {
         waiting(items) == 4 || timedOut.load(ordering: .sequentiallyConsistent) > 0
     }
     guard inLine else { return false }
     await onItsOwnThread { for _ in 0..<4 { items.access { $0 += 1 } } }
-    _ = await eventually(timeout: patience * 2) {
+    _ = await holds(within: patience * 2) {
         finished.load(ordering: .sequentiallyConsistent) + timedOut.load(ordering: .sequentiallyConsistent) == 4
     }
     return finished.load(ordering: .sequentiallyConsistent) == 4 && syncAccess(items, { $0 }) == 0
@@ -61,24 +61,22 @@ private func everyWaiterWakes(_ items: Exclusive<Int>, patience: Duration) async
 /// access sets 2, which must not run it; then an access sets 1, which must.
 private func bodiesRunOnlyWhenTheirConditionHolds(_ value: Exclusive<Int>) async -> Bool {
     let sawWrongValue = Atomic<Bool>(false)
-    let waiter = Task.detached {
-        await onItsOwnThread {
-            try? value.access(when: { $0 == 1 }) { state in
-                if state != 1 { sawWrongValue.store(true, ordering: .sequentiallyConsistent) }
-                state = 100
-            }
+    let waiter = BlockingCall {
+        _ = try? value.access(when: { $0 == 1 }) { state in
+            if state != 1 { sawWrongValue.store(true, ordering: .sequentiallyConsistent) }
+            state = 100
         }
     }
-    let inLine = await eventually(timeout: progress) {
+    let inLine = await eventually {
         waiting(value) == 1 || sawWrongValue.load(ordering: .sequentiallyConsistent)
     }
     guard inLine, !sawWrongValue.load(ordering: .sequentiallyConsistent) else {
-        await waiter.value
+        _ = try? await waiter.value()
         return false
     }
     await onItsOwnThread { value.access { $0 = 2 } }
     await onItsOwnThread { value.access { $0 = $0 == 2 ? 1 : $0 } }
-    await waiter.value
+    guard (try? await waiter.value()) != nil else { return false }
     return !sawWrongValue.load(ordering: .sequentiallyConsistent) && syncAccess(value, { $0 }) == 100
 }
 
@@ -87,7 +85,7 @@ private func bodiesRunOnlyWhenTheirConditionHolds(_ value: Exclusive<Int>) async
 private func cancelledWaitsLeave(_ value: Exclusive<Int>, patience: Duration) async -> Bool {
     let ran = Flag()
     let outcome = Recorder<String>()
-    let task = Task.detached {
+    let task = onADedicatedThread {
         do {
             try await value.access(when: { $0 > 0 }) { _ in ran.raise() }
             outcome.record("ran")
@@ -97,9 +95,9 @@ private func cancelledWaitsLeave(_ value: Exclusive<Int>, patience: Duration) as
             outcome.record("\(error)")
         }
     }
-    guard await eventually(timeout: progress, { waiting(value) == 1 }) else { return false }
+    guard await eventually({ waiting(value) == 1 }) else { return false }
     task.cancel()
-    let left = await eventually(timeout: patience) { !outcome.values.isEmpty }
+    let left = await holds(within: patience) { !outcome.values.isEmpty }
     let leftNothing = waiting(value) == 0
     await value.access { $0 = 1 }  // ends a wait that didn't leave, so the test can finish
     await task.value
@@ -126,13 +124,13 @@ private func chancesBeforeAWaiterRuns(_ items: Exclusive<Int>) async -> Int {
         done.raise()
     }
     let waitList = items._engine._waitList
-    guard await eventually(timeout: progress, { waitList.threadsAsleep == 1 }) else { return .max }
-    let rival = Task.detached {
+    guard await eventually({ waitList.threadsAsleep == 1 }) else { return .max }
+    let rival = onADedicatedThread {
         while !Task.isCancelled { _ = try? await items.access(when: { $0 > 0 }) { $0 -= 1 } }
     }
     for _ in 0..<10 {
         // The waiter lost the last round and sleeps again, and the rival waits in line after it.
-        let ready = await eventually(timeout: progress) {
+        let ready = await eventually {
             done.isRaised || (waitList.threadsAsleep == 1 && waiting(items) == 2)
         }
         guard ready, !done.isRaised else { break }
@@ -140,7 +138,7 @@ private func chancesBeforeAWaiterRuns(_ items: Exclusive<Int>) async -> Int {
     }
     rival.cancel()
     if !done.isRaised { await onItsOwnThread { items.access { $0 += 1 } } }
-    _ = await eventually(timeout: progress) { done.isRaised }
+    _ = await eventually { done.isRaised }
     await rival.value
     return chances.load(ordering: .sequentiallyConsistent)
 }
@@ -160,13 +158,13 @@ private func wokenThreadsCheckAgain(_ items: Exclusive<Int>) async -> Bool {
         done.raise()
     }
     let waitList = items._engine._waitList
-    guard await eventually(timeout: progress, { waitList.threadsAsleep == 1 }) else { return false }
-    let rival = Task.detached { _ = try? await items.access(when: { $0 > 0 }) { $0 -= 1 } }
-    guard await eventually(timeout: progress, { waitList.waiting == 2 }) else { return false }
+    guard await eventually({ waitList.threadsAsleep == 1 }) else { return false }
+    let rival = onADedicatedThread { _ = try? await items.access(when: { $0 > 0 }) { $0 -= 1 } }
+    guard await eventually({ waitList.waiting == 2 }) else { return false }
     await onItsOwnThread { items.access { $0 += 1 } }
     await rival.value
     await onItsOwnThread { items.access { $0 += 1 } }
-    _ = await eventually(timeout: progress) { done.isRaised }
+    _ = await eventually { done.isRaised }
     return done.isRaised && !ranOnNothing.isRaised && syncAccess(items, { $0 }) == 0
 }
 
@@ -183,7 +181,7 @@ private func whileAnotherThreadIsInside(
             _ = leave.wait(timeout: progress)
         }
     }
-    #expect(await eventually(timeout: progress) { entered.isRaised })
+    #expect(await eventually { entered.isRaised })
     await check()
     leave.raise()
 }
@@ -200,10 +198,10 @@ extension Result {
 struct WaitingTests {
     @Test func aBlockedWaiterRunsWhenAnAccessMakesItsConditionTrue() async throws {
         let jobs = Exclusive([String](), label: "jobs")
-        async let taken = onItsOwnThread { try? jobs.access(when: { !$0.isEmpty }) { $0.removeFirst() } }
-        #expect(await eventually(timeout: progress) { waiting(jobs) == 1 })
+        let taken = BlockingCall { try? jobs.access(when: { !$0.isEmpty }) { $0.removeFirst() } }
+        #expect(await eventually { waiting(jobs) == 1 })
         await jobs.access { $0.append("report") }
-        #expect(await taken == "report")
+        #expect(try await taken.value() == "report")
         #expect(await jobs.access { $0.isEmpty })
         #expect(waiting(jobs) == 0)
     }
@@ -297,13 +295,13 @@ struct WaitingTests {
     @Test func anAwaitedWaiterRunsInTheAccessThatMadeItsConditionTrue() async throws {
         let items = Exclusive(0, label: "items")
         let chances = Atomic<Int>(0)
-        let waiter = Task.detached {
+        let waiter = onADedicatedThread {
             try await items.access(when: { count in
                 if count > 0 { chances.add(1, ordering: .sequentiallyConsistent) }
                 return count > 0
             }) { $0 -= 1 }
         }
-        #expect(await eventually(timeout: progress) { waiting(items) == 1 })
+        #expect(await eventually { waiting(items) == 1 })
         await onItsOwnThread {
             items.access { $0 += 1 }
             items.access { if $0 > 0 { $0 -= 1 } }  // too late: the waiter took it in the access before
@@ -345,7 +343,7 @@ struct WaitingTests {
             #expect(error?.timeout == .milliseconds(20))
         }
         #expect(!ran.isRaised)
-        #expect(await eventually(timeout: progress) { waiting(index) == 0 })
+        #expect(await eventually { waiting(index) == 0 })
     }
 
     @Test func aSubmittedWaitDeliversItsResultOnceOrItsTimeout() async {
@@ -376,7 +374,7 @@ struct WaitingTests {
                 outcome.record((try? result.get()) == nil)
                 delivered.arrive()
             }
-            #expect(await eventually(timeout: progress) { waiting(jobs) == 1 })
+            #expect(await eventually { waiting(jobs) == 1 })
         }
         await delivered.wait()
         #expect(outcome.values == [true])
@@ -386,25 +384,25 @@ struct WaitingTests {
         let log = Exclusive([Int](), label: "log")
         log.accessAsync(when: { $0.count >= 3 }, { $0.append(99) }, deliverOn: .global()) { _ in }
         for number in 0..<3 { log.accessAsync { $0.append(number) } }
-        #expect(await eventually(timeout: progress) { syncAccess(log, { $0.count }) == 4 })
+        #expect(await eventually { syncAccess(log, { $0.count }) == 4 })
         #expect(await log.access { $0 } == [0, 1, 2, 99])
     }
 
-    @Test func readsNeverWakeWaiters() async {
+    @Test func readsNeverWakeWaiters() async throws {
         let index = ReadersWriter(0, label: "index")
         let checks = Atomic<Int>(0)
-        async let result = onItsOwnThread {
+        let result = BlockingCall {
             try? index.read(when: { value in
                 checks.add(1, ordering: .sequentiallyConsistent)
                 return value > 0
             }) { $0 }
         }
-        #expect(await eventually(timeout: progress) { waiting(index) == 1 })
+        #expect(await eventually { waiting(index) == 1 })
         let before = checks.load(ordering: .sequentiallyConsistent)
         for _ in 0..<100 { _ = syncRead(index, { $0 }) }
         #expect(checks.load(ordering: .sequentiallyConsistent) == before)
         syncWrite(index) { $0 = 7 }
-        #expect(await result == 7)
+        #expect(try await result.value() == 7)
     }
 
     @Test func producersAndConsumersMoveEveryItemOnce() async {
@@ -452,7 +450,7 @@ struct WaitingTests {
         await whileAnotherThreadIsInside({ inside in value.access { _ in inside() } }) {
             #expect(value.accessIfAvailable { $0 } == nil)
         }
-        #expect(await eventually(timeout: progress) { value.accessIfAvailable { $0 } == 1 })
+        #expect(await eventually { value.accessIfAvailable { $0 } == 1 })
 
         let index = ReadersWriter(1, label: "index")
         #expect(index.readIfAvailable { $0 } == 1)
@@ -464,7 +462,7 @@ struct WaitingTests {
         await whileAnotherThreadIsInside({ inside in index.write { _ in inside() } }) {
             #expect(index.readIfAvailable { $0 } == nil)
         }
-        #expect(await eventually(timeout: progress) { index.writeIfAvailable { $0 } == 1 })
+        #expect(await eventually { index.writeIfAvailable { $0 } == 1 })
     }
 
     @Test func tryFormsNeverFailSpuriously() async {

@@ -1,7 +1,9 @@
 // Foundation's `Process` exists on macOS and Linux only: Package.swift's `childProcessPlatforms`.
 #if os(macOS) || os(Linux)
 import Dispatch
+import ExclusionTestSupport
 import Foundation
+import Testing
 
 #if canImport(Darwin)
 import Darwin
@@ -23,31 +25,46 @@ public struct ToolNotFound: Error, CustomStringConvertible {
 }
 
 /// Runs the executable `name` that SwiftPM built with the tests (a test target builds it by
-/// depending on it), and waits for it to end.
+/// depending on it), and waits for it to end, on a thread of its own: a tool runs for seconds, and
+/// the tasks of every other test share the cooperative pool.
 ///
 /// Both pipes are drained at once, so a tool that writes a lot to one of them while the other is
 /// still open can't fill a pipe and stall.
 ///
-/// - Throws: ``ToolNotFound``, saying where it looked, if the executable isn't there.
-public func runTool(_ name: String, _ arguments: [String]) throws -> ToolRun {
+/// - Throws: ``ToolNotFound``, saying where it looked, if the executable isn't there; `GaveUp` if
+///   the tool runs longer than a workload may.
+public func runTool(_ name: String, _ arguments: [String]) async throws -> ToolRun {
     let process = Process()
     process.executableURL = try toolURL(name)
     process.arguments = arguments
-    return try run(process)
+    return try await runOnItsOwnThread(process)
 }
 
 /// Runs `script` in bash with `$TOOL` set to the executable `name`, for what needs a shell:
 /// `"$TOOL" list > /dev/full`, a closed stream (`>&-`), a pipe into `head`.
 ///
 /// - Throws: ``ToolNotFound``, saying where it looked, if the executable isn't there.
-public func runToolInShell(_ name: String, _ script: String) throws -> ToolRun {
+public func runToolInShell(_ name: String, _ script: String) async throws -> ToolRun {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/bin/bash")
     process.arguments = ["-c", script]
     var environment = ProcessInfo.processInfo.environment
     environment["TOOL"] = try toolURL(name).path
     process.environment = environment
-    return try run(process)
+    return try await runOnItsOwnThread(process)
+}
+
+/// `run(process)` on a thread of its own.
+private func runOnItsOwnThread(_ process: Process) async throws -> ToolRun {
+    let box = ProcessBox(process)
+    return try await onItsOwnThread(limit: workloadPatience) { Result { try run(box.process) } }.get()
+}
+
+/// A process, handed to the one thread that runs it.
+private final class ProcessBox: @unchecked Sendable {
+    // @unchecked: only the thread that runs the process touches it once it is handed over.
+    let process: Process
+    init(_ process: Process) { self.process = process }
 }
 
 /// The executable `name`: in `EXCLUSION_TOOLS_DIRECTORY` if that is set, else in the nearest

@@ -1,6 +1,7 @@
 import ExclusionTestSupport
 import Foundation
 import Synchronization
+import Testing
 
 /// Measures whether the bodies an accessor runs overlap, and whether read-modify-write updates
 /// made inside them get lost.

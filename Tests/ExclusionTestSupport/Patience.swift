@@ -1,0 +1,82 @@
+import Dispatch
+import Foundation
+import Testing
+
+/// How long a test waits for anything before it fails: seconds, so that a lost wake-up or a loop
+/// that never lets go fails the test that waits for it, with a message that says what it waited
+/// for, instead of stalling the run until a time limit that names nothing.
+///
+/// Ten seconds, far more than anything a test waits for takes on a busy two-core machine;
+/// `EXCLUSION_TEST_PATIENCE` multiplies it (`.ci/run` sets 6 for ThreadSanitizer, whose threads run
+/// several times slower).
+public let patience: Duration = .seconds(10 * patienceScale)
+
+/// How long a test lets a workload run (many threads doing thousands of accesses) before it fails:
+/// a workload on a machine whose other work takes the processors runs many times slower than
+/// alone, where a wait for an event takes about as long. A hang fails within it all the same.
+public let workloadPatience: Duration = patience * 12
+
+private let patienceScale: Double = {
+    guard let setting = ProcessInfo.processInfo.environment["EXCLUSION_TEST_PATIENCE"], let scale = Double(setting),
+        scale > 0
+    else { return 1 }
+    return scale
+}()
+
+/// Where the tests' limits are enforced and their conditions polled: a serial queue of its own,
+/// whose thread libdispatch starts apart from the cooperative pool that runs the tests' tasks. A
+/// limit fires even when every thread of that pool is busy in a loop under test, or blocked.
+let watchdog = DispatchQueue(label: "test watchdog")
+
+/// A test gave up waiting: what for, where, and for how long.
+public struct GaveUp: Error, CustomStringConvertible {
+    public let what: String
+    public let sourceLocation: SourceLocation
+    public let limit: Duration
+
+    public var description: String {
+        "waited \(limit) at \(sourceLocation.fileID):\(sourceLocation.line) for \(what), in vain"
+    }
+}
+
+/// Resumes `continuation` with what `body` returns, or with `GaveUp` once `limit` has passed,
+/// whichever comes first; the other is ignored.
+final class OneResumption<Value: Sendable>: @unchecked Sendable {
+    // @unchecked: _continuation is only touched while _lock is held.
+    private let _lock = NSLock()
+    private var _continuation: CheckedContinuation<Value, any Error>?
+
+    init(_ continuation: CheckedContinuation<Value, any Error>) {
+        _continuation = continuation
+    }
+
+    /// Resumes with `result` if nothing resumed yet; whether it did.
+    @discardableResult
+    func resume(with result: Result<Value, any Error>) -> Bool {
+        guard
+            let continuation = _lock.withLock({ () -> CheckedContinuation<Value, any Error>? in
+                defer { _continuation = nil }
+                return _continuation
+            })
+        else { return false }
+        continuation.resume(with: result)
+        return true
+    }
+
+    /// Whether nothing resumed yet.
+    var isPending: Bool { _lock.withLock { _continuation != nil } }
+
+    /// Starts the limit: `GaveUp` after `limit`, timed on the watchdog's queue.
+    func giveUp(after limit: Duration, _ what: String, _ sourceLocation: SourceLocation) {
+        watchdog.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds(limit)))) {
+            self.resume(with: .failure(GaveUp(what: what, sourceLocation: sourceLocation, limit: limit)))
+        }
+    }
+}
+
+/// `duration` in whole nanoseconds, saturating.
+func nanoseconds(_ duration: Duration) -> Int64 {
+    let (seconds, attoseconds) = duration.components
+    let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+    return overflow ? .max : scaled.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
+}
