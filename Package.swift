@@ -85,7 +85,10 @@ let package = Package(
         // Tests
         .target(name: "ToolTesting", dependencies: ["ExclusionTestSupport"], path: "Tests/ToolTesting"),
         // Threads started together, flags, barriers: one copy for every test target.
-        .target(name: "ExclusionTestSupport", dependencies: ["Exclusion"], path: "Tests/ExclusionTestSupport"),
+        .target(
+            name: "ExclusionTestSupport", dependencies: ["Exclusion"], path: "Tests/ExclusionTestSupport",
+            swiftSettings: testSettings
+        ),
         // What the lock's tests read about a lock, and its broken variant, out of the shipped header.
         .target(name: "ExclusionLockTesting", dependencies: ["ExclusionShims"], path: "Tests/ExclusionLockTesting"),
         .testTarget(

@@ -59,7 +59,7 @@ struct BankExercisesArticleTests {
         try alice.addMoney(Money("5.00")!)
         #expect(await eventually { printed.values.count == 2 })
         loop.cancel()
-        await loop.value
+        _ = await loop.outcome()
         #expect(printed.values == ["#1 10.00", "#1 15.00"])
     }
 

@@ -1,6 +1,7 @@
 // Each test kills a process of its own: only where a test can start one.
 #if CHILD_PROCESSES
 import Documents
+import ExclusionTestSupport
 import Foundation
 import Testing
 
@@ -44,6 +45,7 @@ struct CrashSafetyTests {
     func aStoreKilledAtAnyMomentReopensWithWholeDocuments(round: Int) async throws {
         if round == 0 { try? FileManager.default.removeItem(at: crashStore) }
         await #expect(processExitsWith: .signal(SIGKILL)) {
+            stopIfStuck()
             await saveUntilKilled()
         }
         let reopened = try DocumentManager(directory: crashStore)

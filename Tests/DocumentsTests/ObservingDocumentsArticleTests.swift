@@ -38,6 +38,6 @@ struct ObservingDocumentsArticleTests {
         #expect(Set(list.rows) == Set((0..<20).map { "doc\($0).xml" }))
         #expect(progress.totalUnitCount == 20)
         loop.cancel()
-        await loop.value
+        _ = await loop.outcome()
     }
 }

@@ -6,7 +6,7 @@ import Foundation
 // there is neither, and the tests that decode are left out.
 
 /// Why gzip data couldn't be decompressed.
-enum GzipError: Error {
+public enum GzipError: Error {
     case notGzip
     case truncated
     case checksumMismatch
@@ -14,15 +14,15 @@ enum GzipError: Error {
 
 #if CHILD_PROCESSES
 /// Decompresses gzip data.
-func gunzip(_ data: Data) throws -> [UInt8] { try gunzipWithTheGzipTool(data) }
+public func gunzip(_ data: Data) throws -> [UInt8] { try gunzipWithTheGzipTool(data) }
 #elseif canImport(Darwin)
 /// Decompresses gzip data.
-func gunzip(_ data: Data) throws -> [UInt8] { try gunzipWithFoundation(data) }
+public func gunzip(_ data: Data) throws -> [UInt8] { try gunzipWithFoundation(data) }
 #endif
 
 #if CHILD_PROCESSES
 /// Decompresses gzip data with the system's `gzip`.
-func gunzipWithTheGzipTool(_ data: Data) throws -> [UInt8] {
+public func gunzipWithTheGzipTool(_ data: Data) throws -> [UInt8] {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = ["gzip", "-dc"]
@@ -46,7 +46,7 @@ func gunzipWithTheGzipTool(_ data: Data) throws -> [UInt8] {
 /// its trailer is inflated by `NSData`'s `.zlib`, which Apple documents as raw DEFLATE (RFC 1951),
 /// and what comes out is checked against the trailer's CRC-32 and length, so data cut short or
 /// damaged is refused however the inflater takes it.
-func gunzipWithFoundation(_ data: Data) throws -> [UInt8] {
+public func gunzipWithFoundation(_ data: Data) throws -> [UInt8] {
     let bytes = [UInt8](data)
     let deflated = try deflateData(ofGzipMember: bytes)
     let compressed = Data(bytes[deflated]) as NSData

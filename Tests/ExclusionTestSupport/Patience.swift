@@ -80,3 +80,15 @@ func nanoseconds(_ duration: Duration) -> Int64 {
     let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
     return overflow ? .max : scaled.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
 }
+
+/// For the body of an exit test, in the child process it runs in: stops that process, with a
+/// message saying where and a failing status, if it is still running after `limit`. A hang in the
+/// child then fails its test, instead of leaving the parent waiting for it as long as CI lets it.
+public func stopIfStuck(after limit: Duration = patience * 3, sourceLocation: SourceLocation = #_sourceLocation) {
+    watchdog.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds(limit)))) {
+        var message = "Exclusion tests: the exit test at \(sourceLocation.fileID):\(sourceLocation.line) "
+        message += "was still running after \(limit); stopping it.\n"
+        message.withUTF8 { bytes in _ = write(2, bytes.baseAddress, bytes.count) }
+        _exit(86)
+    }
+}

@@ -330,3 +330,38 @@ public final class BlockingCall<R: Sendable>: @unchecked Sendable {
         }
     }
 }
+
+extension Task {
+    /// What the task returned or threw, awaited for `limit` at most: a task under test that never
+    /// ends (a loop that a lost wake-up left waiting) fails the test that awaits it, instead of
+    /// keeping it waiting. Records an issue naming where it waited, and returns nil, after `limit`.
+    public func outcome(
+        limit: Duration = patience, sourceLocation: SourceLocation = #_sourceLocation
+    ) async -> Result<Success, Failure>? {
+        do {
+            return try await withCheckedThrowingContinuation { continuation in
+                let resumption = OneResumption(continuation)
+                resumption.giveUp(after: limit, "a task to end", sourceLocation)
+                Task<Void, Never> { resumption.resume(with: .success(await self.result)) }
+            }
+        } catch {
+            Issue.record("\(error)", sourceLocation: sourceLocation)
+            return nil
+        }
+    }
+}
+
+/// Runs `body` in a task on the main actor, for a loop under test that must be given its elements
+/// there, and awaits it for `limit` at most: past that, cancels it, records an issue and returns
+/// nil.
+public func onTheMainActor<R: Sendable>(
+    limit: Duration = patience, sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: @escaping @MainActor @Sendable () async -> R
+) async -> R? {
+    let task = Task { @MainActor in await body() }
+    guard let outcome = await task.outcome(limit: limit, sourceLocation: sourceLocation) else {
+        task.cancel()
+        return nil
+    }
+    return outcome.get()
+}

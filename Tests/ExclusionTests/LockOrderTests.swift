@@ -78,6 +78,7 @@ private func expectInversionMessage(
 struct LockOrderTests {
     @Test func twoInstancesNestedInBothOrdersStopTheProcess() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            stopIfStuck()
             turnLockOrderCheck(on: true)
             nestInBothOrders()
         }
@@ -86,6 +87,7 @@ struct LockOrderTests {
 
     @Test func aCycleThroughThreeInstancesStopsTheProcess() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            stopIfStuck()
             turnLockOrderCheck(on: true)
             closeACycleOfThree()
         }
@@ -95,6 +97,7 @@ struct LockOrderTests {
     @Test func readsCountAsWellAsWrites() async {
         // A read waits behind a waiting writer, so it can be part of a deadlock too.
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            stopIfStuck()
             turnLockOrderCheck(on: true)
             nestAReadInsideAnAccessBothWays()
         }
@@ -103,6 +106,7 @@ struct LockOrderTests {
 
     @Test func waitingForAConditionCountsAsNesting() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            stopIfStuck()
             turnLockOrderCheck(on: true)
             waitForAConditionInsideAnotherBothWays()
         }
@@ -111,6 +115,7 @@ struct LockOrderTests {
 
     @Test func theEnvironmentCanTurnTheCheckOff() async {
         await #expect(processExitsWith: .success) {
+            stopIfStuck()
             turnLockOrderCheck(on: false)
             nestInBothOrders()
         }
@@ -118,6 +123,7 @@ struct LockOrderTests {
 
     @Test func oneOrderFromManyThreadsIsFine() async {
         await #expect(processExitsWith: .success) {
+            stopIfStuck()
             turnLockOrderCheck(on: true)
             let outer = Exclusive(0, label: "outer")
             let inner = ReadersWriter(0, label: "inner")
@@ -134,6 +140,7 @@ struct LockOrderTests {
         // Freed instances' addresses are reused; orders recorded for the old ones must not
         // be held against the new ones.
         await #expect(processExitsWith: .success) {
+            stopIfStuck()
             turnLockOrderCheck(on: true)
             for round in 0..<2_000 {
                 let first = Exclusive(0, label: "first")

@@ -144,6 +144,7 @@ struct LockTests {
         // As `os_unfair_lock` does on Apple platforms, and its stand-in in the portable build: so
         // that the portable build catches code that would crash there.
         await #expect(processExitsWith: .failure) {
+            stopIfStuck()
             let lock = _Lock()
             await onItsOwnThread { lock.lock() }
             lock.unlock()
@@ -191,6 +192,7 @@ struct LockTests {
         try #require(exclusion_lock_testing_is_fenced() != 0, "membarrier is not used on this machine")
         // In a process of its own, so that no other test's lock fences meanwhile.
         await #expect(processExitsWith: .success) {
+            stopIfStuck()
             let lock = _Lock()
             let holder = await Holder(lock)
             let finished = Countdown(2)
@@ -223,6 +225,7 @@ struct LockTests {
         // other than x86-64, in a process of its own: the switch has to happen before any lock is
         // used. That the symmetric protocol is the one running is checked: no lock fences.
         await #expect(processExitsWith: .success) {
+            stopIfStuck()
             exclusion_lock_testing_use_symmetric_protocol()
             let fencesBefore = exclusion_lock_fences()
             let excludes = await lostUpdates(taking: takeWaiting, releasing: { $0.unlock() }) == 0

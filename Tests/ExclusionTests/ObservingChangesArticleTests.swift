@@ -34,6 +34,6 @@ struct ObservingChangesArticleTests {
         await onItsOwnThread { addPears() }
         #expect(await eventuallyOnTheMainActor { badge.text == "5 items" })
         loop.cancel()
-        await loop.value
+        _ = await loop.outcome()
     }
 }

@@ -219,6 +219,7 @@ struct ReadersWriterTests {
         // not let go of its place to report it, or the second read gets in first. In a process of
         // its own, which reads the threshold when it makes its first instance.
         await #expect(processExitsWith: .success) {
+            stopIfStuck()
             setenv("EXCLUSION_STUCK_WAIT_SECONDS", "0.01", 1)
             let order = await starvationScenario(RealReadersWriter())
             exit(order == ["writer", "second reader"] ? EXIT_SUCCESS : EXIT_FAILURE)

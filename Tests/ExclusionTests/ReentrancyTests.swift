@@ -111,6 +111,7 @@ private func expectReentrancyMessage(
 extension ReentrancyTests {
     @Test func accessInsideAccess() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            stopIfStuck()
             accessInAccess()
         }
         expectReentrancyMessage(result, type: "Exclusive<Ledger>", label: "bank ledger", attempted: "access")
@@ -118,6 +119,7 @@ extension ReentrancyTests {
 
     @Test func accessInsideAnAsyncAccessBody() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            stopIfStuck()
             accessInAccessAsync()
             try await Task.sleep(for: .seconds(120))  // the access stops the process long before
         }
@@ -126,6 +128,7 @@ extension ReentrancyTests {
 
     @Test func accessInsideAnAsyncAccessWithCompletion() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            stopIfStuck()
             accessInAccessAsyncWithCompletion()
             try await Task.sleep(for: .seconds(120))  // the access stops the process long before
         }
@@ -134,6 +137,7 @@ extension ReentrancyTests {
 
     @Test func writeInsideRead() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            stopIfStuck()
             writeInRead()
         }
         expectReentrancyMessage(
@@ -142,6 +146,7 @@ extension ReentrancyTests {
 
     @Test func readInsideWrite() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            stopIfStuck()
             readInWrite()
         }
         expectReentrancyMessage(
@@ -150,6 +155,7 @@ extension ReentrancyTests {
 
     @Test func readInsideRead() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            stopIfStuck()
             readInRead()
         }
         expectReentrancyMessage(
@@ -158,6 +164,7 @@ extension ReentrancyTests {
 
     @Test func writeInsideWrite() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            stopIfStuck()
             writeInWrite()
         }
         expectReentrancyMessage(
@@ -166,6 +173,7 @@ extension ReentrancyTests {
 
     @Test func readInsideAnAsyncWriteBody() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            stopIfStuck()
             readInWriteAsync()
             try await Task.sleep(for: .seconds(120))  // the access stops the process long before
         }
@@ -175,6 +183,7 @@ extension ReentrancyTests {
 
     @Test func writeInsideAnAsyncReadBody() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            stopIfStuck()
             writeInReadAsync()
             try await Task.sleep(for: .seconds(120))  // the access stops the process long before
         }

@@ -2,6 +2,7 @@
 #if CHILD_PROCESSES
 import Dispatch
 import Exclusion
+import ExclusionTestSupport
 import Foundation
 import Testing
 
@@ -71,6 +72,7 @@ private func expectReport(
 struct StuckWaitTests {
     @Test func aThreadBlockedOnAHeldInstanceIsReportedOnce() async throws {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            stopIfStuck()
             watchWaits()
             blockOnAHeldInstance()
         }
@@ -81,6 +83,7 @@ struct StuckWaitTests {
 
     @Test func aConditionThatNeverHoldsIsReportedOnceBeforeItTimesOut() async throws {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            stopIfStuck()
             watchWaits()
             waitForAConditionNothingMakesTrue()
         }
@@ -91,6 +94,7 @@ struct StuckWaitTests {
 
     @Test func zeroTurnsTheReportOff() async {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            stopIfStuck()
             watchWaits(after: "0")
             waitForAConditionNothingMakesTrue()
         }
