@@ -1,5 +1,6 @@
 // Runs the tool in a process of its own: only where a test can start one.
 #if CHILD_PROCESSES
+import ExclusionTestSupport
 import Foundation
 import Testing
 import ToolTesting
@@ -23,7 +24,15 @@ struct DocsToolTests {
         #expect(imported.status == 0, "\(imported.errors)")
         #expect(imported.output.contains("Imported 50, failed 0, cancelled 0."))
         #expect(imported.errors.contains("Contention profile written to \(file.path)."))
-        #expect((try? Data(contentsOf: file))?.prefix(2) == Data([0x1F, 0x8B]))
+        // Read back with the tests' own decoder: Go's profile types, and every sample labelled.
+        let profile = try Pprof(gzipped: Data(contentsOf: file))
+        #expect(profile.sampleTypes == [["contentions", "count"], ["delay", "nanoseconds"]])
+        for sample in profile.samples {
+            #expect(sample.labels["label"].map { !$0.isEmpty } == true)
+            #expect(sample.labels["type"].map { $0.hasPrefix("Exclusive<") || $0.hasPrefix("ReadersWriter<") } == true)
+            #expect(["blocked thread", "suspended task"].contains(sample.labels["wait"]))
+            #expect(sample.values.count == 2 && sample.values[0] > 0)
+        }
     }
 
     @Test func importListShowAndRemove() async throws {

@@ -1,3 +1,4 @@
+import ExclusionLockTesting
 import ExclusionTestSupport
 import Foundation
 import Synchronization
@@ -171,6 +172,25 @@ struct ContentionProfileTests {
         #expect(isAConditionWait(await profiledConditionWait(label: unique("condition"))))
     }
 
+    /// A task that awaits a condition another access makes true, profiled: its turn comes while the
+    /// condition is false, so it waits in the wait list until the access.
+    private func profiledAwaitedConditionWait(label: String) async -> ContentionReport.Instance? {
+        let box = Exclusive(0, label: label)
+        let profile = ContentionProfile.start()
+        let waiter = onADedicatedThread { try? await box.access(when: { $0 > 0 }) { $0 += 1 } }
+        #expect(await eventually { box._engine._waitList.waiting == 1 })
+        await box.access { $0 = 1 }
+        _ = await waiter.outcome()
+        return profile.stop().instances.first { $0.label == label }
+    }
+
+    @Test func anAwaitedConditionWaitIsNotContention() async {
+        let instance = await profiledAwaitedConditionWait(label: unique("awaited condition"))
+        #expect(instance?.conditionWaits == 1)
+        #expect(instance?.contentions == 0, "\(String(describing: instance))")
+        #expect(instance?.byKind[.suspendedTask] == nil)
+    }
+
     @Test func theCheckCatchesAConditionWaitCountedAsContention() async {
         let instance = await withFault(.conditionAsContention) {
             await profiledConditionWait(label: unique("condition"))
@@ -332,6 +352,42 @@ struct ContentionProfileTests {
         #expect(samples.first?.lines == [holderLine.load(ordering: .relaxed), waiterLine.load(ordering: .relaxed), 0])
     }
 
+    @Test func thePprofFileLabelsEachSampleWithTheInstancesTypeAndLeavesConditionWaitsOut() async throws {
+        // One contended instance and one with only a condition wait, in one profile.
+        let (contended, waitedFor) = (unique("contended"), unique("waited for"))
+        let box = Exclusive(0, label: contended)
+        let condition = Exclusive(0, label: waitedFor)
+        let profile = ContentionProfile.start()
+        let inside = Flag()
+        let leave = Flag()
+        let holder = BlockingCall {
+            box.access { _ in
+                inside.raise()
+                leave.wait()
+            }
+        }
+        #expect(await eventually { inside.isRaised })
+        let blocked = BlockingCall { box.access { $0 += 1 } }
+        // Counted on the lock once it sleeps there (in a debug build every wait is watched, so timed).
+        #expect(await eventually { exclusion_lock_testing_waiters(box._engine._lock._handle) == 1 })
+        leave.raise()
+        _ = try await holder.value()
+        _ = try await blocked.value()
+        let waiter = BlockingCall { _ = try? condition.access(when: { $0 > 0 }) { $0 += 1 } }
+        #expect(await eventually { condition._engine._waitList.waiting == 1 })
+        await condition.access { $0 = 1 }
+        _ = try await waiter.value()
+        let report = profile.stop()
+        #expect(report.instances.first { $0.label == waitedFor }?.conditionWaits == 1, "\(report)")
+
+        let samples = try Pprof(gzipped: report.pprof()).samples
+        let ours = samples.filter { $0.labels["label"] == contended }
+        #expect(!ours.isEmpty, "\(report)")
+        #expect(ours.allSatisfy { $0.labels["type"] == "Exclusive<Int>" })
+        #expect(ours.allSatisfy { $0.labels["wait"] == "blocked thread" })
+        #expect(samples.allSatisfy { $0.labels["wait"] != "condition" && $0.labels["label"] != waitedFor })
+    }
+
     @Test func theDecoderRefusesADamagedFile() async throws {
         let (report, _) = try await knownWorkload(
             hot: Exclusive(0, label: unique("hot")), cold: Exclusive(0, label: unique("cold")))
@@ -414,142 +470,3 @@ struct ContentionProfileTests {
 }
 
 // MARK: - Reading pprof back
-
-// Where the tests can decompress gzip (Support/Gunzip.swift).
-#if CHILD_PROCESSES || canImport(Darwin)
-enum PprofError: Error {
-    case truncated
-    case badWireType(Int)
-    case badIndex
-}
-
-/// The parts of a pprof `Profile` the tests look at, read with a protobuf reader of its own (so
-/// that the library's writer isn't checked against itself).
-struct Pprof {
-    struct Sample {
-        var frames: [String] = []
-        var lines: [Int] = []
-        var values: [Int64] = []
-        var labels: [String: String] = [:]
-    }
-
-    var sampleTypes: [[String]] = []
-    var samples: [Sample] = []
-
-    init(gzipped data: Data) throws {
-        try self.init(protobuf: try gunzip(data))
-    }
-
-    init(protobuf bytes: [UInt8]) throws {
-        var strings: [String] = []
-        var types: [(Int, Int)] = []
-        var rawSamples: [(locations: [UInt64], values: [Int64], labels: [(Int, Int)])] = []
-        var locations: [UInt64: (function: UInt64, line: Int)] = [:]
-        var functions: [UInt64: Int] = [:]
-        try Self.fields(bytes[...]) { field, value, body in
-            switch field {
-            case 1:
-                var type = (0, 0)
-                try Self.fields(body) { field, value, _ in
-                    if field == 1 { type.0 = Int(value) } else if field == 2 { type.1 = Int(value) }
-                }
-                types.append(type)
-            case 2:
-                var sample: (locations: [UInt64], values: [Int64], labels: [(Int, Int)]) = ([], [], [])
-                try Self.fields(body) { field, _, body in
-                    switch field {
-                    case 1: sample.locations = try Self.packed(body).map { UInt64(bitPattern: $0) }
-                    case 2: sample.values = try Self.packed(body)
-                    case 3:
-                        var label = (0, 0)
-                        try Self.fields(body) { field, value, _ in
-                            if field == 1 { label.0 = Int(value) } else if field == 2 { label.1 = Int(value) }
-                        }
-                        sample.labels.append(label)
-                    default: break
-                    }
-                }
-                rawSamples.append(sample)
-            case 4:
-                var id: UInt64 = 0
-                var line = (function: UInt64(0), line: 0)
-                try Self.fields(body) { field, value, body in
-                    if field == 1 { id = UInt64(bitPattern: value) }
-                    if field == 4 {
-                        try Self.fields(body) { field, value, _ in
-                            if field == 1 { line.function = UInt64(bitPattern: value) }
-                            if field == 2 { line.line = Int(value) }
-                        }
-                    }
-                }
-                locations[id] = line
-            case 5:
-                var id: UInt64 = 0
-                var name = 0
-                try Self.fields(body) { field, value, _ in
-                    if field == 1 { id = UInt64(bitPattern: value) } else if field == 2 { name = Int(value) }
-                }
-                functions[id] = name
-            case 6: strings.append(String(decoding: body, as: UTF8.self))
-            default: break
-            }
-        }
-        func string(_ index: Int) throws -> String {
-            guard strings.indices.contains(index) else { throw PprofError.badIndex }
-            return strings[index]
-        }
-        sampleTypes = try types.map { [try string($0.0), try string($0.1)] }
-        samples = try rawSamples.map { raw in
-            var sample = Sample(values: raw.values)
-            for id in raw.locations {
-                guard let location = locations[id], let name = functions[location.function] else {
-                    throw PprofError.badIndex
-                }
-                sample.frames.append(try string(name))
-                sample.lines.append(location.line)
-            }
-            for (key, value) in raw.labels { sample.labels[try string(key)] = try string(value) }
-            return sample
-        }
-    }
-
-    /// Calls `body(field, varint value, length-delimited body)` for each field of a message.
-    private static func fields(
-        _ bytes: ArraySlice<UInt8>, _ body: (Int, Int64, ArraySlice<UInt8>) throws -> Void
-    ) throws {
-        var index = bytes.startIndex
-        while index < bytes.endIndex {
-            let key = try varint(bytes, &index)
-            switch key & 7 {
-            case 0: try body(Int(key >> 3), Int64(bitPattern: try varint(bytes, &index)), [])
-            case 2:
-                let length = Int(try varint(bytes, &index))
-                guard length >= 0, bytes.endIndex - index >= length else { throw PprofError.truncated }
-                try body(Int(key >> 3), 0, bytes[index..<index + length])
-                index += length
-            default: throw PprofError.badWireType(Int(key & 7))
-            }
-        }
-    }
-
-    private static func packed(_ bytes: ArraySlice<UInt8>) throws -> [Int64] {
-        var index = bytes.startIndex
-        var values: [Int64] = []
-        while index < bytes.endIndex { values.append(Int64(bitPattern: try varint(bytes, &index))) }
-        return values
-    }
-
-    private static func varint(_ bytes: ArraySlice<UInt8>, _ index: inout Int) throws -> UInt64 {
-        var value: UInt64 = 0
-        var shift: UInt64 = 0
-        while true {
-            guard index < bytes.endIndex, shift < 64 else { throw PprofError.truncated }
-            let byte = bytes[index]
-            index += 1
-            value |= UInt64(byte & 0x7F) << shift
-            if byte < 0x80 { return value }
-            shift += 7
-        }
-    }
-}
-#endif
