@@ -9,10 +9,6 @@ import Testing
 
 private let both: [Bank.Concurrency] = [.serial, .readersWriter]
 
-/// How long a test waits for the bank to make progress: long enough for TSan on a busy machine,
-/// short enough that a deadlock fails the test instead of stalling the run.
-private let progress: Duration = .seconds(120)
-
 /// A loop over `bank.changes` on a task of its own that takes `count` changes. It is made once its
 /// iterator exists, so it is given everything committed after that; with `go`, it asks for nothing
 /// until `go` is raised.
@@ -38,11 +34,11 @@ private struct Taking {
         _ = await eventually { started.isRaised }
     }
 
-    /// What it took, once it took them all or `progress` has passed.
+    /// What it took, once it took them all, or the patience for an event has passed.
     func changes() async -> [AccountChange] {
         _ = await eventually { taken.values.count >= count }
         loop.cancel()
-        await loop.value
+        _ = await loop.outcome()
         return taken.values
     }
 }
@@ -119,7 +115,7 @@ struct BankChangesTests {
         let committed = await bank.store.read { $0.changesRecorded }
         #expect(await eventually { syncAccess(audit) { $0.count } >= committed })
         loop.cancel()
-        await loop.value
+        _ = await loop.outcome()
         let problem = await audit.access { $0.problem(accounts: accounts, committed: committed) }
         #expect(problem == nil)
     }
@@ -202,7 +198,7 @@ struct BankChangesTests {
         }
         #expect(await eventually { started.isRaised })
         try source.addMoney(.amount("1.00"))
-        await loop.value
+        _ = await loop.outcome()
         #expect(sink.balance == .amount("50.00"))
         #expect(await eventually { nobodyIsWatching(bank) })
     }
@@ -217,7 +213,7 @@ struct BankChangesTests {
         }
         #expect(await eventually { !nobodyIsWatching(bank) })
         for _ in 0..<3 { try account.addMoney(.amount("1.00")) }
-        await loop.value
+        _ = await loop.outcome()
         #expect(nobodyIsWatching(bank))
         // With nobody watching, commits far past the limit don't wait (they would for ten minutes
         // each, past the test's time limit, if the ended loop still held them back).
@@ -281,14 +277,17 @@ struct BankChangesTests {
     @MainActor @Test func aLoopOnTheMainActorIsGivenChangesThere() async throws {
         let bank = Bank(notificationQueue: DispatchQueue(label: "notifications"))
         let account = try bank.openAccount()
-        var iterator = bank.changes.makeAsyncIterator()  // first, so it is given all five
-        onNewThread { for _ in 0..<5 { try? account.addMoney(.amount("1.00")) } }
-        var count = 0
-        while let change = await iterator.next(isolation: #isolation) {
-            MainActor.assertIsolated("a change given off the main actor")
-            dispatchPrecondition(condition: .onQueue(.main))
-            count += 1
-            if change.newBalance == .amount("5.00") { break }
+        let count = await onTheMainActor { () -> Int in
+            var iterator = bank.changes.makeAsyncIterator()  // first, so it is given all five
+            onNewThread { for _ in 0..<5 { try? account.addMoney(.amount("1.00")) } }
+            var count = 0
+            while let change = await iterator.next(isolation: #isolation) {
+                MainActor.assertIsolated("a change given off the main actor")
+                dispatchPrecondition(condition: .onQueue(.main))
+                count += 1
+                if change.newBalance == .amount("5.00") { break }
+            }
+            return count
         }
         #expect(count == 5)
     }

@@ -13,8 +13,6 @@ import Glibc
 import Darwin
 #endif
 
-/// How long a test waits for the real engine to make progress (see WaitingTests).
-private let progress: Duration = .seconds(300)
 
 private struct Pair: Sendable, Equatable {
     var a = 0
@@ -46,8 +44,11 @@ private func valuesAreWholeAndInOrder(
             if writersDone.isRaised, await final.access({ $0 }) == pair { break }
         }
     }
-    _ = await eventually { consuming.isRaised }
-    let giveUp = ContinuousClock.now + progress
+    guard await eventually(for: "the consumer's first value", { consuming.isRaised }) else {
+        consumer.cancel()
+        return false
+    }
+    let giveUp = ContinuousClock.now + patience * 2
     await onThreads(4) { _ in
         var made = 0
         while !seenEnough.isRaised, made < 200_000, ContinuousClock.now < giveUp {
@@ -75,11 +76,46 @@ private func valuesAreWholeAndInOrder(
     await final.access { $0 = finalPair }
     let finished = await eventually { seen.values.last == finalPair }
     consumer.cancel()
-    await consumer.value
+    _ = await consumer.outcome()
     let values = seen.values
     let whole = values.allSatisfy { $0.a == $0.b }
     let increasing = zip(values, values.dropFirst()).allSatisfy { $0.a < $1.a }
     return finished && whole && increasing && values.last == finalPair
+}
+
+/// What a loop's transform holds: gone once nothing keeps the loop.
+private final class Canary: Sendable {}
+
+/// A weak reference, to see whether something is gone.
+private final class Weak: @unchecked Sendable {
+    // @unchecked: `object` is written once, before the reference is shared.
+    weak var object: AnyObject?
+    init(_ object: AnyObject) { self.object = object }
+}
+
+/// A loop over `value.values` whose transform holds a `Canary`, on a thread of its own, which
+/// stops after the value that `stop` says to, and once it has its first value: a weak reference to
+/// the canary, and the loop's task. The canary lives as long as anything keeps the loop's
+/// transform: the iterator, or a wait the loop left behind.
+private func loopKeepingACanary(
+    over value: Exclusive<Int>, stopAt stop: @escaping @Sendable (Int) -> Bool
+) async -> (Weak, Task<Void, Never>) {
+    let started = Flag()
+    let (canary, gone): (Canary, Weak) = {
+        let canary = Canary()
+        return (canary, Weak(canary))
+    }()
+    let consumer = onADedicatedThread { [canary] in
+        for await current in value.values({ [canary] in
+            _ = canary
+            return $0
+        }) {
+            started.raise()
+            if stop(current) { break }
+        }
+    }
+    #expect(await eventually(for: "the loop's first value") { started.isRaised })
+    return (gone, consumer)
 }
 
 /// A broken `values`, for the check above to catch: each half read in an access of its own, so a
@@ -145,6 +181,7 @@ private func residentBytes() -> Int? {
 /// or (`buffering`) through an AsyncStream that keeps every change.
 private func growthWhileTheConsumerIsAway(buffering: Bool) async {
     await #expect(processExitsWith: .success) { [buffering] in
+        stopIfStuck()
         let counter = Exclusive(0, label: "counter")
         let (stream, continuation) = AsyncStream<Int>.makeStream(bufferingPolicy: .unbounded)
         var iterator = counter.values { $0 }.makeAsyncIterator()
@@ -182,13 +219,23 @@ struct ValuesTests {
 
     @Test func theFirstValueIsTheCurrentOneAndEqualValuesAreSkipped() async {
         let value = Exclusive(10, label: "value")
-        var iterator = value.values { $0 / 10 }.makeAsyncIterator()
-        #expect(await next(&iterator) == 1)
-        await onItsOwnThread {
-            value.access { $0 = 15 }  // still 1: nothing to deliver
-            value.access { $0 = 20 }
+        let seen = Recorder<Int>()
+        let consumer = onADedicatedThread {
+            for await tens in value.values({ $0 / 10 }) {
+                seen.record(tens)
+                if tens == 2 { break }
+            }
         }
-        #expect(await next(&iterator) == 2)
+        #expect(await eventually { seen.values == [1] })
+        // Once the loop waits for its next value, every access is checked for one: an access that
+        // leaves it equal must deliver nothing, or the loop would see 1 again before 2.
+        #expect(await eventually(for: "the loop to wait for its next value") { value._engine._waitList.waiting == 1 })
+        await onItsOwnThread { value.access { $0 = 15 } }  // still 1
+        await onItsOwnThread { value.access { $0 = 20 } }
+        #expect(await eventually { seen.values.last == 2 })
+        consumer.cancel()
+        _ = await consumer.outcome()
+        #expect(seen.values == [1, 2])
     }
 
     // The memory is measured in a process of its own: only where a test can start one.
@@ -209,40 +256,35 @@ struct ValuesTests {
     }
     #endif
 
-    @Test func cancellingAWaitingConsumerRemovesItAtOnce() async {
+    @Test func cancellingAWaitingConsumerEndsItsLoopAtOnceAndKeepsNothing() async {
         let value = Exclusive(0, label: "value")
-        let ended = Flag()
-        let consumer = onADedicatedThread {
-            for await _ in value.values({ $0 }) {}
-            ended.raise()
-        }
-        #expect(await eventually { value._engine._waitList.waiting == 1 })
+        let (gone, consumer) = await loopKeepingACanary(over: value) { _ in false }
+        // Ended without another access: nothing needs to happen to the state for a cancelled loop
+        // to go, and nothing of it is kept, not even what its transform holds.
         consumer.cancel()
-        #expect(await eventually { ended.isRaised })
-        #expect(value._engine._waitList.waiting == 0)
+        _ = await consumer.outcome()
+        #expect(await eventually(for: "what the loop held to be freed") { gone.object == nil })
     }
 
-    @Test func endingTheLoopLeavesNothingBehind() async {
+    @Test func endingTheLoopKeepsNothingOfIt() async {
         let value = Exclusive(0, label: "value")
-        let changed = onADedicatedThread {
-            for await current in value.values({ $0 }) where current == 3 { break }
-        }
+        let (gone, consumer) = await loopKeepingACanary(over: value) { $0 == 3 }
         await onItsOwnThread { for _ in 0..<3 { value.access { $0 += 1 } } }
-        await changed.value
-        #expect(value._engine._waitList.waiting == 0)
+        _ = await consumer.outcome()
+        #expect(await eventually(for: "what the loop held to be freed") { gone.object == nil })
     }
 
     @Test func theSequenceEndsWhenTheInstanceGoesAway() async {
         let ended = Flag()
         do {
             let value = Exclusive(0, label: "value")
-            let engine = value._engine
             let values = value.values { $0 }
+            let first = Flag()
             onADedicatedThread {
-                for await _ in values {}
+                for await _ in values { first.raise() }
                 ended.raise()
             }
-            #expect(await eventually { engine._waitList.waiting == 1 })
+            #expect(await eventually { first.isRaised })
         }
         // The task's loop holds the sequence, not the instance: the instance is gone now.
         #expect(await eventually { ended.isRaised })
@@ -250,21 +292,32 @@ struct ValuesTests {
 
     @Test @MainActor func aLoopOnTheMainActorGetsItsValuesThere() async {
         let value = Exclusive(0, label: "value")
-        _ = BlockingCall { for _ in 0..<5 { value.access { $0 += 1 } } }
-        for await current in value.values({ $0 }) {
-            dispatchPrecondition(condition: .onQueue(.main))
-            if current == 5 { break }
+        let last = await onTheMainActor { () -> Int? in
+            _ = BlockingCall { for _ in 0..<5 { value.access { $0 += 1 } } }
+            for await current in value.values({ $0 }) {
+                dispatchPrecondition(condition: .onQueue(.main))
+                if current == 5 { return current }
+            }
+            return nil
         }
+        #expect(last == 5)
     }
 
     @Test func readersWriterValuesComeFromWritesOnly() async {
         let names = ReadersWriter([String](), label: "names")
-        var iterator = names.values { $0.count }.makeAsyncIterator()
-        #expect(await next(&iterator) == 0)
+        let seen = Recorder<Int>()
+        let consumer = onADedicatedThread {
+            for await count in names.values({ $0.count }) {
+                seen.record(count)
+                if count == 1 { break }
+            }
+        }
+        #expect(await eventually { seen.values == [0] })
         await onItsOwnThread {
             for _ in 0..<10 { _ = syncRead(names, { $0 }) }
             syncWrite(names) { $0.append("a.txt") }
         }
-        #expect(await next(&iterator) == 1)
+        _ = await consumer.outcome()
+        #expect(seen.values == [0, 1])
     }
 }
