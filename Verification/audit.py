@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Plants small, realistic bugs in the code that `values`, `Bank.changes` and the contention profile
+rest on, one at a time, in a scratch copy of the package, and runs the suites that cover each: every
+planted bug must make them fail, within a minute. Prints a table of what was caught, by which tests,
+and how long the run took. See README.md here.
+
+Usage, from anywhere: python3 Verification/audit.py [PLANT...]   (default: every plant)
+
+The copy is made from the files git knows (committed or not) into a temporary folder, built once,
+then rebuilt after each plant; the original is never touched. A plant whose text is no longer in
+the source fails the audit too: the code moved, and the plant must move with it.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+LIMIT = 60  # seconds a covering run may take to catch its bug
+
+# name: (what it breaks, file, text as it is, text planted, the suites that must catch it)
+PLANTS = {
+    "values-lost-wake-up": (
+        "releases never look at waiting `values` iterators: a change doesn't wake the loop",
+        "Sources/Exclusion/Internal/WaitList.swift",
+        "for waiter in _waiters where waiter.status == .waiting && waiter !== joiner {",
+        "for waiter in _waiters where waiter.status == .waiting && waiter !== joiner && !waiter.isObserver {",
+        ["ValuesTests"],
+    ),
+    "values-skip-first": (
+        "the first element is the next change, not the value now",
+        "Sources/Exclusion/Internal/Engine+Values.swift",
+        'return await awaitShared(attempting: "the values of", transform)',
+        'return await nextValue(after: await awaitShared(attempting: "the values of", transform), transform)',
+        ["ValuesTests"],
+    ),
+    "values-repeat": (
+        "equal values are delivered again: no de-duplication",
+        "Sources/Exclusion/Internal/Engine+Values.swift",
+        "guard value != last else { return false }",
+        "_ = last",
+        ["ValuesTests"],
+    ),
+    "changes-drop": (
+        "a batch cut short by the limit skips the change after it",
+        "Sources/Banking/ChangeLog.swift",
+        "cursors[number] = base + last",
+        "cursors[number] = base + last + (last < changes.count ? 1 : 0)",
+        ["BankChangesTests"],
+    ),
+    "profile-awaited-condition": (
+        "an awaited access's wait for its condition is recorded as a task's wait for the lock",
+        "Sources/Exclusion/Internal/Engine+Waiting.swift",
+        "self._recordConditionWait(at: .none, since: since)",
+        "self._record(.task, at: .none, since: since)",
+        ["ContentionProfileTests"],
+    ),
+    "pprof-type-label": (
+        "the pprof `type` label carries the instance's label",
+        "Sources/Exclusion/ContentionReport+pprof.swift",
+        '("type", row.type)',
+        '("type", row.label)',
+        ["ContentionProfileTests"],
+    ),
+    "pprof-condition-rows": (
+        "condition waits are written into the pprof file",
+        "Sources/Exclusion/ContentionReport+pprof.swift",
+        "for row in rows where row.kind != .condition {",
+        "for row in rows {",
+        ["ContentionProfileTests"],
+    ),
+}
+
+
+def copy_package(destination):
+    files = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True,
+        check=True).stdout.decode().split("\0")
+    for name in filter(None, files):
+        source = os.path.join(ROOT, name)
+        if not os.path.isfile(source):
+            continue  # deleted in the work tree
+        target = os.path.join(destination, name)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copy2(source, target)
+
+
+def build(package):
+    result = subprocess.run(["swift", "build", "--build-tests"], cwd=package, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit("the scratch copy doesn't build:\n" + "\n".join(result.stdout.splitlines()[-30:]))
+
+
+def run_suites(package, suites):
+    """Runs the suites; returns (passed, seconds, the failing tests' names)."""
+    started = time.monotonic()
+    result = subprocess.run(
+        ["swift", "test", "--skip-build", "--filter", "|".join(suites)], cwd=package, capture_output=True, text=True)
+    seconds = time.monotonic() - started
+    output = result.stdout + result.stderr
+    failed = sorted(set(re.findall(r"✘ Test (\w+)\(", output)))
+    if result.returncode != 0 and not failed:
+        failed = ["(the run crashed or didn't finish)"]
+    if seconds > LIMIT:
+        slow = re.findall(r"Test (\w+)\(.*\) (?:passed|failed) after ([0-9.]+) seconds", output)
+        slow = sorted(((float(time), name) for name, time in slow), reverse=True)[:5]
+        print("slowest: " + ", ".join(f"{name} {time:.0f} s" for time, name in slow), file=sys.stderr)
+    return result.returncode == 0, seconds, failed
+
+
+def main():
+    names = sys.argv[1:] or list(PLANTS)
+    unknown = [name for name in names if name not in PLANTS]
+    if unknown:
+        sys.exit(f"no such plant: {', '.join(unknown)} (there are: {', '.join(PLANTS)})")
+    work = tempfile.mkdtemp(prefix="exclusion-audit-")
+    failures = 0
+    try:
+        copy_package(work)
+        build(work)
+        print("| plant | what it breaks | caught by | time | verdict |")
+        print("|---|---|---|---:|---|")
+        suites = sorted({suite for name in names for suite in PLANTS[name][4]})
+        passed, seconds, failed = run_suites(work, suites)
+        verdict = "ok" if passed else "WRONG: the covering suites fail without a plant"
+        failures += 0 if passed else 1
+        print(f"| (none) | nothing: the covering suites as they are | {', '.join(failed) or '-'} | {seconds:.0f} s | {verdict} |")
+        for name in names:
+            what, path, original, planted, covering = PLANTS[name]
+            file = os.path.join(work, path)
+            text = open(file).read()
+            if text.count(original) != 1:
+                print(f"| {name} | {what} | - | - | WRONG: the plant's text is not in {path} once |")
+                failures += 1
+                continue
+            open(file, "w").write(text.replace(original, planted))
+            try:
+                build(work)
+                passed, seconds, failed = run_suites(work, covering)
+            finally:
+                open(file, "w").write(text)
+            if passed:
+                verdict = "WRONG: missed"
+            elif seconds > LIMIT:
+                verdict = f"WRONG: caught after more than {LIMIT} s"
+            else:
+                verdict = "caught"
+            failures += 0 if verdict == "caught" else 1
+            print(f"| {name} | {what} | {', '.join(failed) or '-'} | {seconds:.0f} s | {verdict} |", flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if failures:
+        sys.exit(f"{failures} plant(s) not caught as they must be")
+
+
+if __name__ == "__main__":
+    main()
