@@ -73,7 +73,8 @@ public final class DocumentManager: Sendable {
     public init(directory: URL, ifMissing: MissingStore = .create) throws(DocumentError) {
         let store = try DocumentStore(directory: directory, ifMissing: ifMissing)
         self.database = store
-        registry = ReadersWriter(try store.load(), label: "document registry")
+        let (rows, marks) = try store.load()
+        registry = ReadersWriter(.loaded(rows, marks: marks), label: "document registry")
         nextRefresh.store(Self.uptime() + Self.refreshNanoseconds, ordering: .relaxed)
     }
 

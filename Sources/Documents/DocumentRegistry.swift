@@ -85,9 +85,9 @@ struct DocumentRegistry: Sendable {
         case .rows(let rows, let marks):
             for row in rows { merge(row) }
             self.marks = marks
-        case .all(let reloaded):
+        case .all(let rows, let marks):
             let pending = pending
-            self = reloaded
+            self = .loaded(rows, marks: marks)
             for name in pending { addPendingName(name) }
         }
     }

@@ -5,11 +5,12 @@ import GRDB
 /// mode, through GRDB.
 ///
 /// The database is the truth; the manager's registry in memory is loaded from it and follows it.
-/// The store never touches the registry: it reads what was committed, and commits changes, and
-/// returns what it committed for the manager to apply (``DocumentRegistry``). Every write
-/// transaction first reads what other processes committed since the revision the caller knows,
-/// then changes the database, then bumps the store's revision; SQLite runs write transactions one
-/// at a time across processes, so a write made elsewhere is never overwritten by a stale copy.
+/// The store knows nothing of the registry: it reads what was committed, commits changes, and
+/// returns what it committed as values (`StoreRow`, `StoreUpdate`, `StoreCommit`) for the manager
+/// to apply. Every write transaction first reads what other processes committed since
+/// the revision the caller knows, then changes the database, then bumps the store's revision;
+/// SQLite runs write transactions one at a time across processes, so a write made elsewhere is
+/// never overwritten by a stale copy.
 ///
 /// Commits are durable: `synchronous = FULL` makes SQLite sync the write-ahead log before a commit
 /// returns, so a save that returned survives a power loss (with `NORMAL`, WAL mode may lose the
@@ -100,8 +101,9 @@ final class DocumentStore: Sendable {
 
     // MARK: - Reading
 
-    /// Everything but the documents' bytes: what the registry in memory holds.
-    func load() throws(DocumentError) -> DocumentRegistry {
+    /// Every row, without the documents' bytes, and the marks they are at: what the registry in
+    /// memory is loaded from.
+    func load() throws(DocumentError) -> (rows: [StoreRow], marks: StoreMarks) {
         try run("read") { try pool.read { db in try Self.load(db) } }
     }
 
@@ -143,18 +145,21 @@ final class DocumentStore: Sendable {
 
     private static let columns = "name, format, byteCount, title, wordCount"
 
-    private static func load(_ db: Database) throws -> DocumentRegistry {
+    private static func load(_ db: Database) throws -> (rows: [StoreRow], marks: StoreMarks) {
         let marks = try marks(db)
         let rows = try Row.fetchCursor(db, sql: "SELECT \(columns) FROM document ORDER BY position")
         var loaded: [StoreRow] = []
         while let row = try rows.next() { loaded.append(try storeRow(row)) }
-        return .loaded(loaded, marks: marks)
+        return (loaded, marks)
     }
 
     private static func update(since known: StoreMarks, _ db: Database) throws -> StoreUpdate {
         let marks = try marks(db)
         guard marks.revision != known.revision else { return .unchanged(marks) }
-        if marks.removals != known.removals { return .all(try load(db)) }
+        if marks.removals != known.removals {
+            let (rows, marks) = try load(db)
+            return .all(rows, marks)
+        }
         var rows: [StoreRow] = []
         let cursor = try Row.fetchCursor(
             db, sql: "SELECT \(columns) FROM document WHERE revision > ? ORDER BY position",
@@ -261,63 +266,4 @@ final class DocumentStore: Sendable {
             throw .store(error, path: path, doing: doing)
         }
     }
-}
-
-// MARK: - What goes in and out
-
-/// A store's revision (bumped by every commit) and how many documents were ever removed from it.
-struct StoreMarks: Sendable, Equatable {
-    var revision: Int64 = 0
-    var removals: Int64 = 0
-}
-
-/// A row of the store as the registry needs it: a name, and what is known about it if it has contents.
-struct StoreRow: Sendable {
-    let name: String
-    let info: DocumentInfo?
-}
-
-/// What a store held after some revision: nothing new, the rows that changed, or, if a document was
-/// removed meanwhile (rare), the whole registry again.
-enum StoreUpdate: Sendable {
-    case unchanged(StoreMarks)
-    case rows([StoreRow], StoreMarks)
-    case all(DocumentRegistry)
-
-    /// The store's marks this update brings a registry to.
-    var marks: StoreMarks {
-        switch self {
-        case .unchanged(let marks), .rows(_, let marks): marks
-        case .all(let registry): registry.marks
-        }
-    }
-
-    var revision: Int64 { marks.revision }
-}
-
-/// One change to a store.
-enum StoreChange: Sendable {
-    case addName(String)
-    case save(DocumentInfo, Data)
-    case remove(String)
-
-    var isRemove: Bool {
-        if case .remove = self { true } else { false }
-    }
-
-    /// Roughly what it adds to the write-ahead log: the document, and a little per row.
-    var loggedBytes: Int {
-        if case .save(_, let data) = self { data.count + 200 } else { 200 }
-    }
-}
-
-/// What one transaction committed: what other processes had committed before it (after the
-/// revision the committer knew), its changes and which of them applied (a remove of a name that
-/// isn't there doesn't), its revision, and how many documents it removed.
-struct StoreCommit: Sendable {
-    let before: StoreUpdate
-    let changes: [StoreChange]
-    let applied: [Bool]
-    let revision: Int64
-    let removals: Int64
 }

@@ -145,7 +145,7 @@ struct DocumentRegistryTests {
     @Test func aPendingNameOutlivesAReloadAndLeavesIfItsCommitFails() {
         var registry = DocumentRegistry()
         registry.addPendingName("pending.txt")
-        registry.apply(.all(.loaded([StoreRow(name: "other.txt", info: nil)], marks: StoreMarks(revision: 3))))
+        registry.apply(.all([StoreRow(name: "other.txt", info: nil)], StoreMarks(revision: 3)))
         #expect(registry.names == ["other.txt", "pending.txt"])
         registry.settlePendingName("pending.txt", stored: false)
         #expect(registry.names == ["other.txt"])
