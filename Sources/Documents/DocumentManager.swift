@@ -71,7 +71,7 @@ public final class DocumentManager: Sendable {
     ///     you only mean to read.
     /// - Throws: ``DocumentError/io(_:)`` saying what is wrong.
     public init(directory: URL, ifMissing: MissingStore = .create) throws(DocumentError) {
-        let store = try DocumentStore(directory: directory, ifMissing: ifMissing)
+        let store = try DocumentStore(directory: directory, createIfMissing: ifMissing == .create)
         self.database = store
         let (rows, marks) = try store.load()
         registry = ReadersWriter(.loaded(rows, marks: marks), label: "document registry")

@@ -1,13 +1,13 @@
 import Foundation
 import GRDB
 
-/// The database behind a ``DocumentManager`` on disk: one SQLite file, `documents.sqlite`, in WAL
+/// The database behind a document manager on disk: one SQLite file, `documents.sqlite`, in WAL
 /// mode, through GRDB.
 ///
 /// The database is the truth; the manager's registry in memory is loaded from it and follows it.
-/// The store knows nothing of the registry: it reads what was committed, commits changes, and
-/// returns what it committed as values (`StoreRow`, `StoreUpdate`, `StoreCommit`) for the manager
-/// to apply. Every write transaction first reads what other processes committed since
+/// The store knows nothing of the registry or the manager: it reads what was committed, commits
+/// changes, and returns what it committed as values (`StoreRow`, `StoreUpdate`, `StoreCommit`) for
+/// the manager to apply. Every write transaction first reads what other processes committed since
 /// the revision the caller knows, then changes the database, then bumps the store's revision;
 /// SQLite runs write transactions one at a time across processes, so a write made elsewhere is
 /// never overwritten by a stale copy.
@@ -29,15 +29,15 @@ final class DocumentStore: Sendable {
     private let pool: DatabasePool
     private let checkpointer: StoreCheckpointer
 
-    /// Opens the store in `directory`; creates the folder and the database if `ifMissing` says so.
-    init(directory: URL, ifMissing: DocumentManager.MissingStore) throws(DocumentError) {
+    /// Opens the store in `directory`; creates the folder and the database if `createIfMissing`.
+    init(directory: URL, createIfMissing: Bool) throws(DocumentError) {
         let fileManager = FileManager.default
         path = directory.appendingPathComponent(Self.fileName).path
         var isDirectory: ObjCBool = false
         if fileManager.fileExists(atPath: directory.path, isDirectory: &isDirectory) {
             guard isDirectory.boolValue else { throw .io("\(directory.path) is not a folder") }
         } else {
-            guard ifMissing == .create else { throw .io("there is no document store at \(directory.path)") }
+            guard createIfMissing else { throw .io("there is no document store at \(directory.path)") }
             do {
                 try fileManager.createDirectory(at: directory, withIntermediateDirectories: true)
             } catch {
@@ -46,7 +46,7 @@ final class DocumentStore: Sendable {
         }
         let exists = fileManager.fileExists(atPath: path, isDirectory: &isDirectory)
         if exists, isDirectory.boolValue { throw .io("\(path) is a folder, not a document store") }
-        if !exists, ifMissing == .fail { throw .io("there is no document store at \(directory.path)") }
+        if !exists, !createIfMissing { throw .io("there is no document store at \(directory.path)") }
 
         var configuration = Configuration()
         configuration.label = "documents"
