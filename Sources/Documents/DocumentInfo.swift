@@ -17,11 +17,4 @@ public struct DocumentInfo: Sendable, Equatable, Codable {
         self.title = title
         self.wordCount = wordCount
     }
-
-    /// Parses `data` as the document `name` (its extension picks the format), without storing it.
-    ///
-    /// - Throws: ``DocumentError/unsupportedFormat(_:)`` or ``DocumentError/malformed(_:reason:)``.
-    public init(parsing data: Data, name: String) throws(DocumentError) {
-        self = try DocumentParser.parse(data, name: name)
-    }
 }
