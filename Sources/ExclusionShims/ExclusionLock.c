@@ -52,16 +52,11 @@ static int fence(void) {
 }
 
 /// The first part of a wait: `EXCLUSION_BACKOFF_SPINS` looks at `lock`, a spin hint apart; 1 once
-/// it holds it, 0 if the spin ended first. With `took_at`, the clock is read before every look,
-/// and the reading before the look that took it is stored there.
-static int spin(exclusion_lock *lock, uint64_t *took_at) {
+/// it holds it, 0 if the spin ended first.
+static int spin(exclusion_lock *lock) {
     exclusion_backoff backoff = {0};
     while (exclusion_backoff_spin(&backoff)) {
-        uint64_t looked = took_at != NULL ? exclusion_monotonic_now() : 0;
         if (__atomic_load_n(&lock->word, __ATOMIC_RELAXED) == 0 && exclusion_lock_try(lock)) {
-            if (took_at != NULL) {
-                *took_at = looked;
-            }
             return 1;
         }
     }
@@ -69,11 +64,9 @@ static int spin(exclusion_lock *lock, uint64_t *took_at) {
 }
 
 /// Waits for `lock` until `deadline` (CLOCK_MONOTONIC nanoseconds; 0 for no deadline); 1 once it
-/// holds it, 0 if the deadline passed first. With `took_at`, the clock is read before every look
-/// at the lock, and the reading before the look that took it is stored there. With `spinning`,
-/// the wait spins before it sleeps.
-static int wait_until(exclusion_lock *lock, uint64_t deadline, uint64_t *took_at, int spinning) {
-    if (spinning && spin(lock, took_at)) {
+/// holds it, 0 if the deadline passed first. It spins before it sleeps.
+static int wait_until(exclusion_lock *lock, uint64_t deadline) {
+    if (spin(lock)) {
         return 1;
     }
     // Counted from here on: every release sees `sleepers` non-zero and takes the slow path.
@@ -91,15 +84,11 @@ static int wait_until(exclusion_lock *lock, uint64_t deadline, uint64_t *took_at
         // Before each look: a wake-up sent after this sets `waking` again, so the sleep below
         // returns at once instead of missing it.
         __atomic_store_n(&lock->waking, 0, __ATOMIC_SEQ_CST);
-        uint64_t looked = took_at != NULL ? exclusion_monotonic_now() : 0;
         if (exclusion_lock_try(lock)) {
-            if (took_at != NULL) {
-                *took_at = looked;
-            }
             took = 1;
             break;
         }
-        uint64_t now = looked != 0 ? looked : deadline != 0 || polling ? exclusion_monotonic_now() : 0;
+        uint64_t now = deadline != 0 || polling ? exclusion_monotonic_now() : 0;
         if (deadline != 0 && now >= deadline) {
             break;
         }
@@ -116,29 +105,14 @@ static int wait_until(exclusion_lock *lock, uint64_t deadline, uint64_t *took_at
 }
 
 void exclusion_lock_wait(exclusion_lock *lock) {
-    (void)wait_until(lock, 0, NULL, 1);
-}
-
-uint64_t exclusion_lock_spin_timed(exclusion_lock *lock) {
-    uint64_t took_at = 0;
-    return spin(lock, &took_at) ? took_at : 0;
-}
-
-uint64_t exclusion_lock_sleep_timed(exclusion_lock *lock, uint64_t started) {
-    uint64_t looked = exclusion_monotonic_now();
-    if (exclusion_lock_try(lock)) {
-        return looked;
-    }
-    uint64_t took_at = started;
-    (void)wait_until(lock, 0, &took_at, 0);
-    return took_at;
+    (void)wait_until(lock, 0);
 }
 
 int exclusion_lock_wait_until(exclusion_lock *lock, uint64_t deadline) {
     if (exclusion_lock_try(lock)) {
         return 1;
     }
-    return wait_until(lock, deadline == 0 ? 1 : deadline, NULL, 1);  // 0 means "none" inside
+    return wait_until(lock, deadline == 0 ? 1 : deadline);  // 0 means "none" inside
 }
 
 void exclusion_lock_wake(exclusion_lock *lock) {

@@ -9,8 +9,6 @@ _Thread_local exclusion_thread_record exclusion_thread __attribute__((tls_model(
 
 static uint32_t next_thread_index = 0;
 
-exclusion_short_waits exclusion_short_wait_places[EXCLUSION_SHORT_WAIT_PLACES];
-
 exclusion_thread_record *exclusion_current_thread_slow(void) {
     exclusion_thread_record *record = &exclusion_thread;
     record->index = __atomic_add_fetch(&next_thread_index, 1, __ATOMIC_RELAXED);

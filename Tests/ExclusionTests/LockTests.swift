@@ -152,40 +152,8 @@ struct LockTests {
     }
     #endif
 
-    // Linux's own lock only: the time its spin took the lock, its contention episodes.
+    // Linux's own lock only: its contention episodes.
     #if os(Linux) && !EXCLUSION_PORTABLE_LOCK
-    @Test func aTimedLockSaysWhenItTookTheLock() async {
-        let lock = _Lock()
-        defer { lock.destroy() }
-        // Free: the spin takes it at once, at a time read before it returned.
-        let before = _Contention.now()
-        let spun = lock.spinTimed()
-        let after = _Contention.now()
-        #expect(spun.map { before <= $0 && $0 <= after } == true)
-        lock.unlock()
-        let holder = await Holder(lock)
-        let released = Atomic<UInt64>(0)
-        let result = Recorder<(start: UInt64, took: UInt64, returned: UInt64)>()
-        let finished = Countdown(1)
-        onNewThread {
-            let start = _Contention.now()
-            // Held by the test: the spin ends without it, and the sleep takes it once released.
-            let took = lock.spinTimed() ?? lock.lockTimed(afterSpinningSince: start)
-            let returned = _Contention.now()
-            lock.unlock()
-            result.record((start, took, returned))
-            finished.arrive()
-        }
-        // Released once the waiter sleeps on the lock, so the time read after a wake-up is tested.
-        #expect(await eventually { exclusion_lock_testing_waiters(lock._handle) == 1 })
-        released.store(_Contention.now(), ordering: .sequentiallyConsistent)
-        await holder.release()
-        await finished.wait()
-        let wait = result.values.first
-        #expect(wait.map { $0.took >= released.load(ordering: .sequentiallyConsistent) } == true)
-        #expect(wait.map { $0.start <= $0.took && $0.took <= $0.returned } == true)
-    }
-
     // In processes of their own: only where a test can start one.
     #if CHILD_PROCESSES
     @Test func aContentionEpisodeIsFencedOnceAndEndsWhenTheLockIsQuiet() async throws {

@@ -13,7 +13,6 @@ import Glibc
 import Darwin
 #endif
 
-
 private struct Pair: Sendable, Equatable {
     var a = 0
     var b = 0
@@ -223,16 +222,21 @@ struct ValuesTests {
         let consumer = onADedicatedThread {
             for await tens in value.values({ $0 / 10 }) {
                 seen.record(tens)
-                if tens == 2 { break }
+                // Three at most: a loop given one value again and again ends here, at once.
+                if tens == 2 || seen.values.count == 3 { break }
             }
         }
-        #expect(await eventually { seen.values == [1] })
+        #expect(await eventually { !seen.values.isEmpty })
+        #expect(seen.values.first == 1)
         // Once the loop waits for its next value, every access is checked for one: an access that
         // leaves it equal must deliver nothing, or the loop would see 1 again before 2.
-        #expect(await eventually(for: "the loop to wait for its next value") { value._engine._waitList.waiting == 1 })
+        #expect(
+            await eventually(for: "the loop to wait for its next value") {
+                value._engine._waitList.waiting == 1 || seen.values.count == 3
+            })
         await onItsOwnThread { value.access { $0 = 15 } }  // still 1
         await onItsOwnThread { value.access { $0 = 20 } }
-        #expect(await eventually { seen.values.last == 2 })
+        #expect(await eventually { seen.values.last == 2 || seen.values.count == 3 })
         consumer.cancel()
         _ = await consumer.outcome()
         #expect(seen.values == [1, 2])

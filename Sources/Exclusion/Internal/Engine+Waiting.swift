@@ -80,8 +80,8 @@ extension _Engine {
         }
         // Profiled: from the condition found false until it holds, a wait for the program's state.
         // A wait that timed out is recorded too: it waited as long as any.
-        let start = _conditionWaitBegins(at: _Site(file, line))
-        defer { _recordConditionWait(at: _Site(file, line), since: start) }
+        let start = _lockWaitBegins(at: _Site(file, line), forTheLock: false)
+        defer { _record(.condition, at: _Site(file, line), since: start) }
         return try _lockExclusivelyWaitingForCondition(
             thread, until: condition, limit: limit, file: file, line: line, outbox)
     }
@@ -270,7 +270,7 @@ extension _Engine {
                             waiter,
                             run: { state, deliveries in
                                 if let since = waiter.profiledSince {
-                                    self._recordConditionWait(at: .none, since: since)
+                                    self._record(.condition, at: .none, since: since)
                                 }
                                 let result: Result<R, any Error>
                                 do { result = .success(try body(&state)) } catch { result = .failure(error) }
@@ -324,9 +324,9 @@ extension _Engine {
         let start = _lockWaitBegins(at: .none)
         _enqueue(
             .closure(isShared: false) { deliveries in
-                self._waitList.profiledWaiterLeaves()
+                self._releaseWork.profiledWaiterLeaves()
                 if let run = self._waitList.check(waiter, self._state) {
-                    self._recordWait(.task, at: .none, since: start)
+                    self._recordWait(.suspendedTask, at: .none, since: start)
                     run(&self._state.pointee, &deliveries)
                 } else {
                     waiter.profiledSince = start
@@ -334,10 +334,6 @@ extension _Engine {
             })
     }
 
-    /// Records a wait for a condition that began at `start`: not contention, and no holder.
-    func _recordConditionWait(at site: _Site, since start: UInt64) {
-        _record(_Contention.fault == .conditionAsContention ? .thread : .condition, at: site, since: start)
-    }
 }
 
 // MARK: - Shared access without waiting
@@ -363,15 +359,12 @@ extension _Engine {
     @usableFromInline
     func _lockExclusivelyWatching(file: StaticString, line: UInt, notingEntry: Bool, profiled isProfiled: Bool) {
         if !_lock.tryLockExclusive() {
-            let profiled = isProfiled && _Contention.isOn ? _profiledWaitSpins(at: _Site(file, line)) : nil
-            if profiled?.took != true {
-                _lock.lockExclusive(reportingAt: _Deadline(after: _StuckWait.threshold!)) {
-                    _reportStuck(waitingFor: "to take", file: file, line: line)
-                }
-                if let profiled {
-                    _exclusiveWaitEnded(.thread, at: _Site(file, line), from: profiled.start, to: _Contention.now())
+            let lock = {
+                self._lock.lockExclusive(reportingAt: _Deadline(after: _StuckWait.threshold!)) {
+                    self._reportStuck(waitingFor: "to take", file: file, line: line)
                 }
             }
+            if isProfiled, _Contention.isOn { _lockExclusiveProfiled(at: _Site(file, line), lock) } else { lock() }
         }
         if notingEntry { _noteEntry(file: file, line: line) }
     }
@@ -385,11 +378,11 @@ extension _Engine {
         let start = _lockWaitBegins(at: _Site(file, line))
         let locked = _lockExclusiveWaiting(before: deadline, file: file, line: line)
         if locked {
-            _exclusiveWaitEnded(.thread, at: _Site(file, line), from: start, to: _Contention.now())
+            _exclusiveWaitEnded(.blockedThread, at: _Site(file, line), since: start)
         } else {
             // A wait that gave up is recorded too: it waited as long as any.
-            _waitList.profiledWaiterLeaves()
-            _record(.thread, at: _Site(file, line), since: start)
+            _releaseWork.profiledWaiterLeaves()
+            _record(.blockedThread, at: _Site(file, line), since: start)
         }
         return locked
     }
@@ -414,8 +407,8 @@ extension _Engine {
         if let ticket = _lock.tryLockShared(thread: thread.index) { return ticket }
         let start = _lockWaitBegins(at: _Site(file, line))
         let ticket = _lockSharedWaiting(thread, file: file, line: line)
-        _waitList.profiledWaiterLeaves()
-        _recordWait(.thread, at: _Site(file, line), since: start, exclusively: false)
+        _releaseWork.profiledWaiterLeaves()
+        _recordWait(.blockedThread, at: _Site(file, line), since: start, exclusively: false)
         return ticket
     }
 

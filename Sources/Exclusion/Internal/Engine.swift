@@ -60,6 +60,9 @@ final class _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
     @usableFromInline let _state: UnsafeMutablePointer<State>
     @usableFromInline let _backlog = _Backlog<Plain>()
     @usableFromInline let _waitList: _WaitList<State>
+    /// What an exclusive release has to do besides unlocking; the wait list's, held here too so that
+    /// a release reaches it in one step.
+    @usableFromInline let _releaseWork: _ReleaseWork
     /// Whether blocking waits on this instance are watched and reported (`_StuckWait`); decided
     /// when it is created, so that an unwatched access pays one predictable branch.
     @usableFromInline let _watchesWaits: Bool
@@ -74,6 +77,7 @@ final class _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
     init(_ initialState: sending State, kind: StaticString, label: String, waitList: _WaitList<State> = _WaitList()) {
         self.label = label
         _waitList = waitList
+        _releaseWork = waitList.releaseWork
         _watchesWaits = _StuckWait.threshold != nil
         _kind = kind
         _state = .allocate(capacity: 1)
@@ -154,11 +158,7 @@ extension _Engine {
     @usableFromInline @inline(never)
     func _lockExclusivelyContended(file: StaticString, line: UInt, profiled: Bool) {
         guard profiled, _Contention.isOn else { return _lock.lockExclusive() }
-        let site = _Site(file, line)
-        let (start, took) = _profiledWaitSpins(at: site)
-        if took { return }
-        let end = _lock.lockExclusiveTimed(afterSpinningSince: start)
-        _exclusiveWaitEnded(.thread, at: site, from: start, to: end)
+        _lockExclusiveProfiled(at: _Site(file, line)) { _lock.lockExclusive() }
     }
 
     /// Takes the state exclusively by `deadline` (as long as it takes if nil), and runs everything
@@ -192,7 +192,7 @@ extension _Engine {
     func unlockExclusively(
         _ thread: _CurrentThread, _ deliveries: borrowing Outbox, file: StaticString = "", line: UInt = 0
     ) {
-        if _waitList.isWaiting {
+        if _releaseWork.isDue {
             _serveWaitersAndUnlock(thread, copy deliveries, file: file, line: line)
         } else {
             _leaveAndUnlock(thread, deliveries)
@@ -268,11 +268,11 @@ extension _Engine {
         _ thread: _CurrentThread, _ deliveries: consuming Outbox, skipping joiner: _Waiter<State>? = nil,
         file: StaticString = "", line: UInt = 0
     ) {
-        let pending = _takePendingWait()
-        if _waitList.hasProfiledWaiters { _noteHolder(_Site(file, line)) }
+        let pending = _releaseWork.takePendingWait()
+        if _releaseWork.hasProfiledWaiters { _releaseWork.holder = _Site(file, line) }
         var deliveries = deliveries
         var woken: DispatchSemaphore?
-        while _waitList.hasSleepers, let run = _waitList.nextReady(_state, woken: &woken, skipping: joiner) {
+        while _releaseWork.hasSleepers, let run = _waitList.nextReady(_state, woken: &woken, skipping: joiner) {
             run(&_state.pointee, &deliveries)
         }
         _leaveAndUnlock(thread, deliveries)
@@ -351,8 +351,8 @@ extension _Engine {
                 let start = _lockWaitBegins(at: site)
                 _enqueue(
                     .closure(isShared: isShared) { deliveries in
-                        self._waitList.profiledWaiterLeaves()
-                        self._recordWait(.task, at: site, since: start, exclusively: !isShared)
+                        self._releaseWork.profiledWaiterLeaves()
+                        self._recordWait(.suspendedTask, at: site, since: start, exclusively: !isShared)
                         turn.run(&self._state.pointee, &deliveries)
                     })
             }

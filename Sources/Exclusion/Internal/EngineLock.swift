@@ -17,17 +17,6 @@ protocol _EngineLock: Sendable {
     func destroy()
 
     func lockExclusive()
-    /// Whether `spinExclusiveTimed` can take the lock: false for a lock with no spin of its own to
-    /// time, whose every wait is a long one.
-    static var timesItsSpin: Bool { get }
-    /// The first part of a timed exclusive wait, for the contention profile, the spin: when it
-    /// took the lock on the monotonic clock (`_Contention.now`), read outside the lock, or nil if
-    /// the spin ended first (at once, for a lock that doesn't spin before it sleeps).
-    func spinExclusiveTimed() -> UInt64?
-    /// The rest of the wait, after `spinExclusiveTimed` returned nil: takes the lock as long as it
-    /// takes, and returns when it got it, read outside the lock where the lock allows, given that
-    /// the wait began at `start`.
-    func lockExclusiveTimed(afterSpinningSince start: UInt64) -> UInt64
     func tryLockExclusive() -> Bool
     /// What `lockExclusive` does if nobody else holds the lock, and false, holding nothing, if
     /// somebody does: the engine's quick path, which sends a contended acquisition out of line.
@@ -58,10 +47,6 @@ extension _Lock: _EngineLock {
     @usableFromInline static func describe(_ mode: _CurrentThread.Mode) -> String { "an access" }
 
     @inlinable func lockExclusive() { lock() }
-    @usableFromInline func spinExclusiveTimed() -> UInt64? { spinTimed() }
-    @usableFromInline func lockExclusiveTimed(afterSpinningSince start: UInt64) -> UInt64 {
-        lockTimed(afterSpinningSince: start)
-    }
     @inlinable func tryLockExclusive() -> Bool { tryLock() }
     @inlinable func lockExclusiveIfFree() -> Bool { tryLock() }
     @inlinable func unlockExclusive() { unlock() }
@@ -91,16 +76,6 @@ extension _ReadersWriterLock: _EngineLock {
     }
 
     @inlinable func lockSharedQuickly(thread: UInt32) -> SharedTicket? { _tryFastShared(thread: thread) }
-
-    /// No spin of its own to time: every wait is the whole wait.
-    @usableFromInline static var timesItsSpin: Bool { false }
-    @usableFromInline func spinExclusiveTimed() -> UInt64? { nil }
-
-    /// Read once the lock is held: the underlying lock has no way to time its own wait.
-    @usableFromInline func lockExclusiveTimed(afterSpinningSince start: UInt64) -> UInt64 {
-        lockExclusive()
-        return _Contention.now()
-    }
 
     /// Nothing to do: the lock frees itself when the engine lets go of it.
     @usableFromInline func destroy() {}

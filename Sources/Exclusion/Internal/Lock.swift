@@ -35,26 +35,6 @@ struct _Lock: @unchecked Sendable {
         exclusion_lock_try(_handle) != 0
     }
 
-    /// Whether `spinTimed` can take the lock: only where the lock spins before it sleeps (Linux).
-    @usableFromInline static var timesItsSpin: Bool { EXCLUSION_LOCK_SPINS != 0 }
-
-    /// The spin that a timed wait starts with: when it took the lock on the monotonic clock, read
-    /// before the look that took it, so that timing a wait doesn't lengthen the hold that the next
-    /// waiter waits out; nil if the spin ended first, and always where the lock doesn't spin.
-    @usableFromInline
-    func spinTimed() -> UInt64? {
-        let took = exclusion_lock_spin_timed(_handle)
-        return took == 0 ? nil : took
-    }
-
-    /// The rest of a timed wait, once `spinTimed` returned nil: takes the lock, waiting as long as
-    /// it takes, and returns when it got it on the monotonic clock, given that the wait began at
-    /// `start`. On Linux the clock is read before each look at the lock, not once it is held.
-    @usableFromInline
-    func lockTimed(afterSpinningSince start: UInt64) -> UInt64 {
-        exclusion_lock_sleep_timed(_handle, start)
-    }
-
     /// Waits for the lock until `deadline` at the latest, sleeping until a release or the
     /// deadline; whether it got it.
     @usableFromInline

@@ -8,10 +8,7 @@ import os
 /// the timeline beside the program's own work:
 ///
 /// - "Wait": one access's wait, from when it found the state held (or its condition false) until
-///   it got the state; its end says which kind of wait it was and, for a wait for the lock, where
-///   the access it took over from had been called.
-/// - "Hold": an instance held while profiled accesses wait for it, from when the first of them
-///   began to wait until one of them took over.
+///   it got the state; its end says which kind of wait it was.
 ///
 /// Nothing is emitted unless a profile runs and Instruments (or `log stream --signpost`) records
 /// the category: every function here first asks the signposter whether it is enabled.
@@ -30,41 +27,14 @@ enum _Signposts {
     }
 
     /// The wait that began at `start` ends, as a wait of `kind`.
-    static func waitEnds(_ kind: _WaitKind, id start: UInt64) {
+    static func waitEnds(_ kind: ContentionReport.WaitKind, id start: UInt64) {
         let signposter = self.signposter
         guard signposter.isEnabled else { return }
         let state = OSSignpostIntervalState.beginState(id: OSSignpostID(start | 1))
         switch kind {
-        case .thread: signposter.endInterval("Wait", state, "a blocked thread")
-        case .task: signposter.endInterval("Wait", state, "a suspended task")
+        case .blockedThread: signposter.endInterval("Wait", state, "a blocked thread")
+        case .suspendedTask: signposter.endInterval("Wait", state, "a suspended task")
         case .condition: signposter.endInterval("Wait", state, "a wait for the condition, not contention")
-        }
-    }
-
-    /// The first profiled access starts waiting for `instance`: its holder now holds up others.
-    static func holdBegins(_ instance: AnyObject, _ label: @autoclosure () -> String) {
-        let signposter = self.signposter
-        guard signposter.isEnabled else { return }
-        let label = label()
-        _ = signposter.beginInterval(
-            "Hold", id: signposter.makeSignpostID(from: instance), "\(label, privacy: .public)")
-    }
-
-    /// A waiter took `instance` over from the access called at `holder`; if others still wait, the
-    /// new holder's hold is the next interval.
-    static func holdTakenOver(
-        _ instance: AnyObject, _ label: @autoclosure () -> String, from holder: _Site,
-        othersWait: @autoclosure () -> Bool
-    ) {
-        let signposter = self.signposter
-        guard signposter.isEnabled else { return }
-        let id = signposter.makeSignpostID(from: instance)
-        let file = holder.file ?? "an unknown site"
-        signposter.endInterval(
-            "Hold", .beginState(id: id), "held from \(file, privacy: .public):\(holder.line)")
-        if othersWait() {
-            let label = label()
-            _ = signposter.beginInterval("Hold", id: id, "\(label, privacy: .public)")
         }
     }
 }
@@ -83,12 +53,7 @@ private final class _Signposter: @unchecked Sendable {
 /// Signposts are an Apple platforms' tool: elsewhere these do nothing, and evaluate nothing.
 enum _Signposts {
     @inline(__always) static func waitBegins(_ label: @autoclosure () -> String, at site: _Site, id start: UInt64) {}
-    @inline(__always) static func waitEnds(_ kind: _WaitKind, id start: UInt64) {}
-    @inline(__always) static func holdBegins(_ instance: AnyObject, _ label: @autoclosure () -> String) {}
-    @inline(__always) static func holdTakenOver(
-        _ instance: AnyObject, _ label: @autoclosure () -> String, from holder: _Site,
-        othersWait: @autoclosure () -> Bool
-    ) {}
+    @inline(__always) static func waitEnds(_ kind: ContentionReport.WaitKind, id start: UInt64) {}
 }
 
 #endif

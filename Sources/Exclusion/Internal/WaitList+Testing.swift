@@ -12,7 +12,7 @@ extension _WaitList {
     }
 
     /// How many accesses wait for a condition (asleep, or awaited and submitted ones in line).
-    final var waiting: Int { _count.load(ordering: .sequentiallyConsistent) & (_WaitList<State>._profiledWaiter - 1) }
+    final var waiting: Int { releaseWork.sleepers }
 
     /// Wakes every blocked thread, whatever its condition says: what a release that signals
     /// everyone instead of checking would do.
@@ -20,7 +20,7 @@ extension _WaitList {
         _lock.lock()
         for waiter in _waiters where waiter.status == .waiting && waiter.isThread {
             waiter.status = .woken
-            _count.add(-1, ordering: .relaxed)
+            releaseWork.sleeperLeaves()
             waiter.semaphore!.signal()
         }
         _lock.unlock()

@@ -109,29 +109,16 @@ final class _Waiter<State>: @unchecked Sendable {
 @usableFromInline
 class _WaitList<State>: @unchecked Sendable {
     // @unchecked: _waiters, _grantee and every waiter's fields are only touched while _lock is
-    // held; _holder and _pendingWait only while the engine's state is held (changed only while
-    // it is held exclusively); the atomics are hints read without it.
+    // held; the atomics are hints read without it.
 
     final let _lock = _Lock()
     final var _waiters: [_Waiter<State>] = []
     private final var _grantee: _Waiter<State>?
     /// Set when the public instance went away: observers still to come end at once.
     private final var _observationsEnded = false
-    /// How many waiters in the list wait asleep (not woken or granted): an exclusive release checks
-    /// conditions only if some do.
-    @usableFromInline final let _count = Atomic<Int>(0)
-    /// While a contention profile runs and accesses wait for the lock: where the access that last
-    /// released it exclusively was called from (`.none` if no site was noted since a waiter last
-    /// took over). Written with the state held exclusively, read with it held.
-    final var _holder = _Site.none
-    /// The wait of the access holding the state exclusively, if it waited while a contention
-    /// profile runs, to be recorded once the state is released (`hasPendingWait` says whether
-    /// there is one). Only touched with the state held exclusively.
-    ///
-    /// These two live here, beside `_count` that profiled waiters change anyway, and not in the
-    /// engine: writing them would take the cache lines that every access of the instance reads
-    /// away from the other cores.
-    final var _pendingWait: _PendingWait?
+    /// The word every exclusive release reads, in which the list counts its sleepers (waiters in
+    /// the list not woken or granted): a release checks conditions only if some sleep.
+    final let releaseWork = _ReleaseWork()
     /// Whether the state is promised to a granted thread. Set with the state held exclusively, so
     /// a thread holding it reads it right; cleared when the grantee takes the state up, or gives up.
     @usableFromInline final let _isReserved = Atomic<Bool>(false)
@@ -176,50 +163,6 @@ class _WaitList<State>: @unchecked Sendable {
         abandon(waiter, with: CancellationError())
     }
 
-    /// Whether any waiter sleeps, so that a release must check conditions, or an access waits for
-    /// the lock while a contention profile runs, so that the release must note its call site.
-    /// Read with the state held exclusively, the first is exact (a waiter only starts sleeping
-    /// with the state held).
-    @inlinable final var isWaiting: Bool { _count.load(ordering: .relaxed) != 0 }
-
-    /// What a waiter for the lock adds to `_count` while a contention profile runs: above every
-    /// possible count of sleepers, so the two never mix, and enough to send every release down the
-    /// path that notes the holder's call site.
-    @usableFromInline static var _profiledWaiter: Int { 1 << 32 }
-
-    /// Whether a waiter sleeps: the conditions need checking.
-    final var hasSleepers: Bool { _count.load(ordering: .relaxed) & (Self._profiledWaiter - 1) != 0 }
-
-    /// Whether an access waits for the lock while a profile runs: the holder's site is wanted.
-    @inline(__always) final var hasProfiledWaiters: Bool {
-        _count.load(ordering: .relaxed) & (Self._pendingFlag - 1) >= Self._profiledWaiter
-    }
-
-    /// What a profiled access adds to `_count` once its wait for the lock is over: its wait is
-    /// recorded when the state is released, so that recording doesn't lengthen the hold. Above
-    /// every count of profiled waiters, and it too sends the release down the slow path.
-    static var _pendingFlag: Int { 1 << 62 }
-
-    /// Whether the access that holds the state exclusively waited for it, and its wait is still to
-    /// be recorded; exact with the state held exclusively.
-    @inline(__always) final var hasPendingWait: Bool { _count.load(ordering: .relaxed) & Self._pendingFlag != 0 }
-
-    /// A profiled waiter took the state exclusively, and its wait is to be recorded on release.
-    @inline(__always) final func profiledWaiterTookOver() {
-        _count.add(Self._pendingFlag - Self._profiledWaiter, ordering: .relaxed)
-    }
-
-    /// The pending wait is taken, to be recorded once the state is released.
-    @inline(__always) final func pendingWaitTaken() { _count.subtract(Self._pendingFlag, ordering: .relaxed) }
-
-    /// A profiled access starts, or stops, waiting for the lock; the start says whether no other
-    /// profiled access waited.
-    @discardableResult
-    @inline(__always) final func profiledWaiterArrives() -> Bool {
-        _count.add(Self._profiledWaiter, ordering: .relaxed).oldValue & (Self._pendingFlag - 1) < Self._profiledWaiter
-    }
-    @inline(__always) final func profiledWaiterLeaves() { _count.subtract(Self._profiledWaiter, ordering: .relaxed) }
-
     /// Whether the state is promised to a granted thread; read with the state held exclusively.
     @inlinable final var isReserved: Bool { _isReserved.load(ordering: .relaxed) }
 
@@ -229,7 +172,7 @@ class _WaitList<State>: @unchecked Sendable {
     final func enqueue(_ waiter: _Waiter<State>) {
         _lock.lock()
         _waiters.append(waiter)
-        _count.add(1, ordering: .relaxed)
+        releaseWork.sleeperArrives()
         _lock.unlock()
     }
 
@@ -257,7 +200,7 @@ class _WaitList<State>: @unchecked Sendable {
         _lock.lock()
         waiter.losses += 1
         waiter.status = .waiting
-        _count.add(1, ordering: .relaxed)
+        releaseWork.sleeperArrives()
         _lock.unlock()
     }
 
@@ -273,7 +216,7 @@ class _WaitList<State>: @unchecked Sendable {
 
     final func _remove(_ waiter: _Waiter<State>) {
         if waiter.status == .granted, _grantee === waiter { _endGrant() }
-        if waiter.status == .waiting { _count.add(-1, ordering: .relaxed) }
+        if waiter.status == .waiting { releaseWork.sleeperLeaves() }
         waiter.status = .done
         waiter.clear()
         if let index = _waiters.firstIndex(where: { $0 === waiter }) { _waiters.remove(at: index) }
@@ -334,7 +277,7 @@ class _WaitList<State>: @unchecked Sendable {
         }
         waiter.status = .waiting
         _waiters.append(waiter)
-        _count.add(1, ordering: .relaxed)
+        releaseWork.sleeperArrives()
         return nil
     }
 
@@ -449,13 +392,13 @@ class _WaitList<State>: @unchecked Sendable {
             woken = semaphore
             if waiter.losses >= grantAfter {
                 waiter.status = .granted
-                _count.add(-1, ordering: .relaxed)
+                releaseWork.sleeperLeaves()
                 _grantee = waiter
                 _isReserved.store(true, ordering: .relaxed)
                 return nil  // promised: nothing else may change the state before it runs
             }
             waiter.status = .woken
-            _count.add(-1, ordering: .relaxed)
+            releaseWork.sleeperLeaves()
         }
         return nil
     }

@@ -59,9 +59,6 @@ typedef struct {
     uint32_t quiet;
 } exclusion_lock;
 
-/// 1: a wait spins before it sleeps, and a contention profile can time the spin.
-#define EXCLUSION_LOCK_SPINS 1
-
 /// The bit of `sleepers` that marks a fenced contention episode.
 #define EXCLUSION_LOCK_EPISODE 0x80000000u
 
@@ -76,17 +73,6 @@ void exclusion_lock_init(exclusion_lock *lock);
 
 /// Waits for `lock` and takes it: the slow half of `exclusion_lock_lock`.
 void exclusion_lock_wait(exclusion_lock *lock);
-
-/// The first part of a timed wait for `lock`, for a contention profile: the spin. Returns when it
-/// took `lock` on the monotonic clock (`exclusion_monotonic_now`), read before each look, so that
-/// a profile can time a wait without reading the clock while it holds the lock; 0 if the spin
-/// ended without it.
-uint64_t exclusion_lock_spin_timed(exclusion_lock *lock);
-
-/// The rest of a timed wait, after `exclusion_lock_spin_timed` came back empty-handed: one more
-/// look, then sleeps until it holds `lock`, reading the clock before each look. Returns when it got
-/// it, given that the wait began at `started`.
-uint64_t exclusion_lock_sleep_timed(exclusion_lock *lock, uint64_t started);
 
 /// Waits for `lock` until `deadline` (`exclusion_monotonic_now` nanoseconds) at the latest and
 /// takes it; 1 if it did, 0 if the deadline passed first.

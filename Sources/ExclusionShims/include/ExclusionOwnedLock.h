@@ -46,9 +46,6 @@ typedef struct {
     uint32_t waking;
 } exclusion_lock;
 
-/// 0: nothing spins; a contention profile times the whole wait.
-#define EXCLUSION_LOCK_SPINS 0
-
 /// Prepares `lock`, free.
 void exclusion_lock_init(exclusion_lock *lock);
 
@@ -58,20 +55,6 @@ void exclusion_lock_wake(exclusion_lock *lock);
 /// Waits for `lock` until `deadline` (`exclusion_monotonic_now` nanoseconds, not 0) at the latest
 /// and takes it; 1 if it did, 0 if the deadline passed first.
 int exclusion_lock_wait_until(exclusion_lock *lock, uint64_t deadline);
-
-/// For a contention profile, as on Linux: no spin to time, so never the lock (0).
-static inline uint64_t exclusion_lock_spin_timed(exclusion_lock *lock) {
-    (void)lock;
-    return 0;
-}
-
-/// For a contention profile, as on Linux: takes `lock` and returns when it did, read once it is
-/// held, since the system's lock can't say when it was free.
-static inline uint64_t exclusion_lock_sleep_timed(exclusion_lock *lock, uint64_t started) {
-    (void)started;
-    exclusion_system_lock_lock(&lock->system);
-    return exclusion_monotonic_now();
-}
 
 /// Takes `lock` if it is free; 1 if it did.
 static inline int exclusion_lock_try(exclusion_lock *lock) {

@@ -1,12 +1,5 @@
+import Foundation
 import Synchronization
-
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// A record of who waited for whom, per instance, while it runs: which instances threads and
 /// tasks had to wait for, from which call sites, for how long, and which call sites held the state
@@ -20,22 +13,16 @@ import Musl
 /// try report.pprof().write(to: URL(fileURLWithPath: "contention.pb.gz"))   // for `go tool pprof`
 /// ```
 ///
-/// Only acquisitions that have to wait are recorded: an access that finds its instance free costs
-/// what it costs without a profile, and recording a wait takes no lock. A wait that ends while the
-/// waiter still spins (on Linux, the first microseconds of waiting for an `Exclusive`) doesn't ask
-/// its holder for its call site, which would cost every release while anyone waits: see
-/// ``ContentionReport/SiteWaits/endedWhileSpinning``. Three kinds of wait are
-/// told apart (``ContentionReport/WaitKind``): a thread blocked for the lock, a task suspended
-/// until its turn (`await access`), and an access waiting for its condition (`access(when:)`),
-/// which is not lock contention and is reported on its own.
+/// Only acquisitions that have to wait are recorded: one that finds its instance free costs what it
+/// costs without a profile. Three kinds of wait are told apart (``ContentionReport/WaitKind``): a
+/// thread blocked for the lock, a task suspended until its turn (`await access`), and an access
+/// waiting for its condition (`access(when:)`), which is not contention and is reported apart.
 ///
 /// One profile runs at a time, for the whole process. To profile a program without changing it,
-/// set the environment variable `EXCLUSION_CONTENTION_PROFILE` to a file path: a profile of every
-/// contended wait starts with the first instance the program creates, and when the program exits
-/// the pprof file is written there and the table's top rows are printed on standard error.
-///
-/// On Apple platforms the waits and holds a profile records are also signpost intervals, which
-/// Instruments shows on its timeline: see <doc:FindingContention>.
+/// set `EXCLUSION_CONTENTION_PROFILE` to a file path: a profile starts with the first instance the
+/// program creates, and at exit the pprof file is written there and the table's top rows printed
+/// on standard error. On Apple platforms the waits are also signpost intervals, which Instruments
+/// shows on its timeline: see <doc:FindingContention>.
 public final class ContentionProfile: Sendable {
     /// Which contended waits a profile records.
     public enum Sampling: Sendable, Hashable {
@@ -61,12 +48,14 @@ public final class ContentionProfile: Sendable {
 
     /// What this profile samples.
     public let sampling: Sampling
-    let table: _ContentionTable
-    private let stopped = Atomic<Bool>(false)
+    private let generation: UInt64
+    private let started = _Contention.now()
+    /// The report, once stopped.
+    private let report = Mutex<ContentionReport?>(nil)
 
-    private init(sampling: Sampling) {
+    private init(sampling: Sampling, generation: UInt64) {
         self.sampling = sampling
-        table = _ContentionTable(sampleEvery: sampling.every)
+        self.generation = generation
     }
 
     /// Starts recording contended waits on every instance in the process.
@@ -77,25 +66,28 @@ public final class ContentionProfile: Sendable {
     /// - Precondition: No other profile is running. Stopping the process here, with a message,
     ///   is kinder than two profiles that each see half of the waits.
     public static func start(sampling: Sampling = .all) -> ContentionProfile {
-        let profile = ContentionProfile(sampling: sampling)
-        guard _Contention.start(profile.table) else {
+        guard let generation = _Contention.start(sampleEvery: sampling.every) else {
             fatalError(
                 "ContentionProfile.start: a contention profile is already running (started in code or with "
                     + "\(environmentVariable)); stop it before starting another.")
         }
-        return profile
+        return ContentionProfile(sampling: sampling, generation: generation)
     }
 
-    /// Stops recording and returns what was recorded. Calling it again returns the same waits.
+    /// Stops recording and returns what was recorded. Calling it again returns the same report.
     public func stop() -> ContentionReport {
-        if !stopped.exchange(true, ordering: .sequentiallyConsistent) {
-            _Contention.stop(table)
+        report.withLock { report in
+            if let report { return report }
+            let (rows, dropped) = _Contention.stop(generation)
+            let stopped = ContentionReport(
+                rows: rows, dropped: dropped, sampling: sampling, duration: _Contention.now() &- started)
+            report = stopped
+            return stopped
         }
-        return ContentionReport(table: table, sampling: sampling, until: _Contention.now())
     }
 
     deinit {
-        if !stopped.load(ordering: .sequentiallyConsistent) { _Contention.stop(table) }
+        _ = stop()
     }
 }
 

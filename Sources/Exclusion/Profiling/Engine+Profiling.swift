@@ -1,0 +1,78 @@
+/// A profiled wait that is over, taking over from the access called at `holder`.
+struct _PendingWait {
+    let kind: ContentionReport.WaitKind
+    let site: _Site
+    let holder: _Site
+    let start: UInt64
+    let waited: UInt64
+}
+
+// The engine's side of a profile; the lock knows nothing of it. An access that found the lock taken
+// times its wait around the lock's own if a profile runs, counted in `_ReleaseWork` so that the
+// access it waits for notes its call site on release: the holder it charges its wait to, as Go's
+// mutex profile charges the unlocker.
+extension _Engine {
+    /// A profiled access called at `site` starts waiting: for the lock (counted, so that the
+    /// holder notes where it was called from), or for its condition. Returns the wait's start.
+    func _lockWaitBegins(at site: _Site, forTheLock: Bool = true) -> UInt64 {
+        let start = _Contention.now()
+        if forTheLock { _releaseWork.profiledWaiterArrives() }
+        _Signposts.waitBegins(label, at: site, id: start)
+        return start
+    }
+
+    /// Takes the lock exclusively with `lock` for an access called at `site`, timing the wait.
+    func _lockExclusiveProfiled(at site: _Site, _ lock: () -> Void) {
+        let start = _lockWaitBegins(at: site)
+        lock()
+        _exclusiveWaitEnded(.blockedThread, at: site, since: start)
+    }
+
+    /// Ends a profiled wait of `kind` by an access called at `site` that began at `start`, now that
+    /// it holds the state exclusively. The holder it took over from is read now; the wait is added
+    /// to the profile once the state is released, so that recording doesn't lengthen a hold that
+    /// the next waiter is waiting out. (One wait can be pending: if an earlier one still is, since
+    /// its access let go without a release that records, as a back-off for a grantee does, this
+    /// one is recorded now.)
+    func _exclusiveWaitEnded(_ kind: ContentionReport.WaitKind, at site: _Site, since start: UInt64) {
+        _Signposts.waitEnds(kind, id: start)
+        let wait = _PendingWait(
+            kind: kind, site: site, holder: _takeHolder(exclusively: true), start: start,
+            waited: _Contention.now() &- start)
+        if _releaseWork.hasPendingWait {
+            _releaseWork.profiledWaiterLeaves()
+            _record(wait)
+        } else {
+            _releaseWork.profiledWaiterTookOver(wait)
+        }
+    }
+
+    /// Records a wait of `kind` by an access called at `site` that began at `start`; call with
+    /// the state held (exclusively, or shared for a read) right after the wait, once the access no
+    /// longer counts as waiting. A read never notes itself as a holder (that would cost every
+    /// read), so a wait that ended when readers left has no holder site.
+    func _recordWait(_ kind: ContentionReport.WaitKind, at site: _Site, since start: UInt64, exclusively: Bool = true) {
+        _record(kind, at: site, heldBy: _takeHolder(exclusively: exclusively), since: start)
+    }
+
+    /// The holder's call site, which an access that waited took the state over from; with
+    /// `exclusively`, it is cleared, since the next waiter's holder is whoever releases next.
+    private func _takeHolder(exclusively: Bool) -> _Site {
+        let holder = _releaseWork.holder
+        if exclusively, holder.start != 0 { _releaseWork.holder = .none }
+        return holder
+    }
+
+    /// Adds a wait that began at `start` and ends now to the running profile.
+    func _record(_ kind: ContentionReport.WaitKind, at site: _Site, heldBy holder: _Site = .none, since start: UInt64) {
+        _Signposts.waitEnds(kind, id: start)
+        _record(_PendingWait(kind: kind, site: site, holder: holder, start: start, waited: _Contention.now() &- start))
+    }
+
+    /// Adds a wait that is over to the running profile (the names only made for a new row).
+    func _record(_ wait: _PendingWait) {
+        let key = _ContentionKey(
+            instance: ObjectIdentifier(self), kind: wait.kind, waiter: wait.site, holder: wait.holder)
+        _Contention.record(key, nanoseconds: wait.waited) { (label, _typeName) }
+    }
+}
