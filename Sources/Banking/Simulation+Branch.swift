@@ -72,21 +72,22 @@ extension Simulation {
         ) throws(BankError) {
             switch operation {
             case .transfer:
-                let (source, destination) = (namedAccount(), namedAccount(other: true))
-                try bank.transferMoneyAmount(amount(), from: source, to: destination)
+                let source = namedAccount()
+                let destination = namedAccount(besides: source.index)
+                try bank.transferMoneyAmount(amount(), from: source.account, to: destination.account)
                 tally.changes += 2
             case .deposit:
-                let (account, amount) = (namedAccount(), amount())
+                let (account, amount) = (namedAccount().account, amount())
                 try account.addMoney(amount)
                 tally.deposits += amount.minorUnits
                 tally.changes += 1
             case .withdrawal:
-                let (account, amount) = (namedAccount(), amount())
+                let (account, amount) = (namedAccount().account, amount())
                 try account.subtractMoney(amount)
                 tally.withdrawals += amount.minorUnits
                 tally.changes += 1
             case .balance:
-                if namedAccount().balance < .zero { tally.negativeBalancesSeen += 1 }
+                if namedAccount().account.balance < .zero { tally.negativeBalancesSeen += 1 }
             case .asyncTotal:
                 tally.asyncTotalsRequested += 1
                 bank.totalBalance(deliverOn: queue) { _ in totalsDelivered.add(1) }
@@ -121,16 +122,16 @@ extension Simulation {
             open.count <= 2 || Int.random(in: 0..<target + open.count, using: &random) < target
         }
 
-        /// An account a customer names: one of the branch's open accounts (another than the last one
-        /// named, for the other side of a transfer), or now and then one it closed lately.
-        private mutating func namedAccount(other: Bool = false) -> Account {
+        /// An account a customer names, and its place among the open ones: one of the branch's open
+        /// accounts other than the one at `excluded` (the other side of a transfer), or now and then
+        /// one it closed lately, which has no place.
+        private mutating func namedAccount(besides excluded: Int? = nil) -> (account: Account, index: Int?) {
             if !recentlyClosed.isEmpty, Int.random(in: 0..<Self.closedAccountChance, using: &random) == 0 {
-                return recentlyClosed.randomElement(using: &random)!
+                return (recentlyClosed.randomElement(using: &random)!, nil)
             }
-            // The last one named was taken from the end of the list, so the others come before it.
-            let index = Int.random(in: 0..<open.count - (other ? 1 : 0), using: &random)
-            open.swapAt(index, open.count - 1)
-            return open[open.count - 1]
+            var index = Int.random(in: 0..<open.count - (excluded == nil ? 0 : 1), using: &random)
+            if let excluded, index >= excluded { index += 1 }
+            return (open[index], index)
         }
 
         private mutating func amount() -> Money {
