@@ -6,6 +6,16 @@ import Synchronization
 /// A load test of a ``Bank``: many threads making random operations at once, and afterwards a
 /// check that no money appeared or vanished and that every change was announced exactly once.
 ///
+/// It runs like a day at a bank. Each thread is a branch with its own customers' accounts: it
+/// transfers between them, takes deposits and withdrawals, reads balances, asks for the bank's
+/// total, and opens and closes accounts, so that the branch keeps about its share of
+/// ``Configuration/accounts`` open however long the run. What the bank refuses is what a bank
+/// refuses: a withdrawal or transfer larger than the balance, and now and then a customer naming an
+/// account that was recently closed. Every branch works on the bank's one ledger, so they contend
+/// for it as much as threads sharing accounts would; but no branch touches another's accounts, so
+/// what each operation does depends on the seed alone, not on how the threads interleave, and the
+/// same configuration gives the same report but for its timing.
+///
 /// ```swift
 /// let simulation = Simulation(configuration: .init(accounts: 1_000, threads: 4, operations: 200_000))
 /// let report = await simulation.run()
@@ -14,9 +24,11 @@ import Synchronization
 public struct Simulation: Sendable {
     /// What to simulate.
     public struct Configuration: Sendable, Codable, Equatable {
-        /// How many accounts to open before the threads start.
+        /// How many accounts to open before the threads start, shared out between the threads; about
+        /// as many stay open through the run. At least two per thread: a branch transfers between
+        /// two of its accounts.
         public var accounts: Int
-        /// How many threads make operations at once.
+        /// How many threads make operations at once, each a branch with its own accounts.
         public var threads: Int
         /// How many operations in all, shared out between the threads.
         public var operations: Int
@@ -69,17 +81,19 @@ public struct Simulation: Sendable {
 
     /// The kinds of operation the threads make.
     public enum Operation: String, Sendable, Codable, CaseIterable, Comparable {
-        case transfer, deposit, withdrawal, balance, asyncTotal, close
+        case transfer, deposit, withdrawal, balance, asyncTotal, open, close
 
-        /// How often each kind is chosen, per ten thousand operations.
+        /// How often each kind is chosen, per ten thousand operations. Opening and closing share
+        /// their ten: which of the two it is depends on how many accounts the branch has open
+        /// (`Branch.opensRatherThanCloses`).
         var weight: Int {
             switch self {
             case .transfer: 6_000
             case .deposit: 1_200
             case .withdrawal: 1_200
             case .balance: 1_400
-            case .asyncTotal: 195
-            case .close: 5
+            case .asyncTotal: 190
+            case .open, .close: 5
             }
         }
 
@@ -99,6 +113,8 @@ public struct Simulation: Sendable {
 
     /// Runs the simulation and checks the bank afterwards.
     ///
+    /// - Precondition: At least two ``Configuration/accounts`` per thread.
+    ///
     /// - Parameters:
     ///   - notificationQueue: Where the bank posts its notifications and delivers asynchronous
     ///     totals, and where they are counted. It must be serviced while the simulation runs
@@ -113,6 +129,10 @@ public struct Simulation: Sendable {
         let bank = Bank(
             concurrency: configuration.concurrency.bankConcurrency, notificationQueue: notificationQueue,
             changeNotifications: configuration.notifications)
+        precondition(
+            configuration.accounts >= 2 * configuration.threads,
+            "a simulation needs at least two accounts per thread, not \(configuration.accounts) for "
+                + "\(configuration.threads) threads")
         let counter = NotificationCounter(bank: bank)
         defer { counter.stop() }
         // Made before the first account opens, so it is given every change.
@@ -132,7 +152,6 @@ public struct Simulation: Sendable {
 
         let done = SharedCount()
         let totalsDelivered = SharedCount()
-        let accountsOpened = accounts
         let started = ContinuousClock.now
         let tallies = await withTaskGroup(of: Tally.self) { group in
             let reporter = Task {
@@ -142,14 +161,21 @@ public struct Simulation: Sendable {
                 }
             }
             let workers = configuration.threads
+            var firstAccount = 0
             for worker in 0..<workers {
                 let share = configuration.operations / workers + (worker < configuration.operations % workers ? 1 : 0)
                 let seed = configuration.seed &+ UInt64(worker + 1) &* 0x9E37_79B9
+                let accountsShare =
+                    configuration.accounts / workers + (worker < configuration.accounts % workers ? 1 : 0)
+                let branch = Branch(
+                    bank: bank, accounts: Array(accounts[firstAccount..<firstAccount + accountsShare]), seed: seed)
+                firstAccount += accountsShare
                 group.addTask {
                     await onThread {
-                        Self.work(
-                            bank: bank, accounts: accountsOpened, operations: share, seed: seed, done: done,
-                            totalsDelivered: totalsDelivered, queue: notificationQueue)
+                        var branch = branch
+                        branch.work(
+                            operations: share, done: done, totalsDelivered: totalsDelivered, queue: notificationQueue)
+                        return branch.tally
                     }
                 }
             }
@@ -179,60 +205,13 @@ public struct Simulation: Sendable {
         }
         let audit = await reader?.stop()
 
+        // Every account, those opened during the run included.
+        let everyAccount = bank.accounts
         return Report(
-            configuration: configuration, bank: bank, accounts: accounts, openingTotal: openingTotal, tally: tally,
-            notifications: counted(), expectedNotifications: expectedNotifications,
-            changesProblem: audit?.problem(accounts: accounts, committed: expectedNotifications),
+            configuration: configuration, bank: bank, accounts: everyAccount, openingTotal: openingTotal,
+            tally: tally, notifications: counted(), expectedNotifications: expectedNotifications,
+            changesProblem: audit?.problem(accounts: everyAccount, committed: expectedNotifications),
             totalsDelivered: totalsDelivered.count, elapsed: elapsed)
-    }
-
-    // MARK: - One worker thread
-
-    private static func work(
-        bank: Bank, accounts: [Account], operations: Int, seed: UInt64, done: SharedCount,
-        totalsDelivered: SharedCount, queue: DispatchQueue
-    ) -> Tally {
-        var random = SplitMix64(seed: seed)
-        var tally = Tally()
-        let totalWeight = Operation.allCases.reduce(0) { $0 + $1.weight }
-        for step in 0..<operations {
-            var pick = Int.random(in: 0..<totalWeight, using: &random)
-            let operation = Operation.allCases.first {
-                pick -= $0.weight; return pick < 0
-            }!
-            let account = accounts.randomElement(using: &random)!
-            let amount = Money(minorUnits: Int64.random(in: 1...50_000, using: &random))
-            tally.counts[operation, default: 0] += 1
-            do throws(BankError) {
-                switch operation {
-                case .transfer:
-                    let other = accounts.randomElement(using: &random)!
-                    try bank.transferMoneyAmount(amount, from: account, to: other)
-                    tally.changes += 2
-                case .deposit:
-                    try account.addMoney(amount)
-                    tally.deposits += amount.minorUnits
-                    tally.changes += 1
-                case .withdrawal:
-                    try account.subtractMoney(amount)
-                    tally.withdrawals += amount.minorUnits
-                    tally.changes += 1
-                case .balance:
-                    if account.balance < .zero { tally.negativeBalancesSeen += 1 }
-                case .asyncTotal:
-                    tally.asyncTotalsRequested += 1
-                    bank.totalBalance(deliverOn: queue) { _ in totalsDelivered.add(1) }
-                case .close:
-                    tally.payouts += try account.closeAccount().minorUnits
-                    tally.changes += 1
-                }
-            } catch {
-                tally.rejections[error.reason, default: 0] += 1
-            }
-            if step % 256 == 255 { done.add(256) }
-        }
-        done.add(operations % 256)
-        return tally
     }
 }
 
@@ -245,6 +224,15 @@ struct Tally: Sendable {
     var deposits: Int64 = 0
     var withdrawals: Int64 = 0
     var payouts: Int64 = 0
+    /// Accounts opened during the run, and what they were opened with.
+    var opened = 0
+    var openedWith: Int64 = 0
+    var closed = 0
+    /// Accounts open at the end, and the fewest and most at any moment, each branch's added up: no
+    /// moment of the whole bank had fewer or more.
+    var openAtEnd = 0
+    var fewestOpen = 0
+    var mostOpen = 0
     /// Committed account changes, each of which must be announced once.
     var changes = 0
     var negativeBalancesSeen = 0
@@ -256,6 +244,12 @@ struct Tally: Sendable {
         deposits += other.deposits
         withdrawals += other.withdrawals
         payouts += other.payouts
+        opened += other.opened
+        openedWith += other.openedWith
+        closed += other.closed
+        openAtEnd += other.openAtEnd
+        fewestOpen += other.fewestOpen
+        mostOpen += other.mostOpen
         changes += other.changes
         negativeBalancesSeen += other.negativeBalancesSeen
         asyncTotalsRequested += other.asyncTotalsRequested

@@ -21,9 +21,25 @@ extension Simulation {
         public let counts: [String: Int]
         /// How many the bank refused, by ``BankError/reason``.
         public let rejections: [String: Int]
+        /// What share of all operations the bank refused, by ``BankError/reason``: a fraction, 0 to 1.
+        public let rejectionShares: [String: Double]
+        /// Accounts opened during the run, after the ``Simulation/Configuration/accounts`` opened
+        /// before it.
+        public let accountsOpened: Int
+        /// Accounts closed during the run.
+        public let accountsClosed: Int
+        /// Accounts open when the run ended.
+        public let openAccounts: Int
+        /// At least this many accounts were open at every moment of the run, and at most
+        /// ``mostOpenAccounts``: each thread's fewest and most, added up.
+        public let fewestOpenAccounts: Int
+        public let mostOpenAccounts: Int
         /// How many changes were delivered, where they were counted.
         public let notificationsDelivered: Int
+        /// The balances of the accounts opened before the run.
         public let openingTotal: Money
+        /// The balances the accounts opened during the run were opened with.
+        public let newAccountsTotal: Money
         public let deposits: Money
         public let withdrawals: Money
         public let payouts: Money
@@ -45,23 +61,40 @@ extension Simulation {
             operationsPerSecond = seconds > 0 ? Double(configuration.operations) / seconds : 0
             counts = Dictionary(uniqueKeysWithValues: tally.counts.map { ($0.key.rawValue, $0.value) })
             rejections = tally.rejections
+            let operations = configuration.operations
+            rejectionShares = tally.rejections.mapValues { operations > 0 ? Double($0) / Double(operations) : 0 }
+            accountsOpened = tally.opened
+            accountsClosed = tally.closed
+            openAccounts = tally.openAtEnd
+            fewestOpenAccounts = tally.fewestOpen
+            mostOpenAccounts = tally.mostOpen
             notificationsDelivered = notifications
             self.openingTotal = openingTotal
+            newAccountsTotal = Money(minorUnits: tally.openedWith)
             deposits = Money(minorUnits: tally.deposits)
             withdrawals = Money(minorUnits: tally.withdrawals)
             payouts = Money(minorUnits: tally.payouts)
             finalTotal = bank.totalBalanceInAllAccounts
 
             let expectedTotal = Money(
-                minorUnits: openingTotal.minorUnits + tally.deposits - tally.withdrawals - tally.payouts)
+                minorUnits: openingTotal.minorUnits + tally.openedWith + tally.deposits - tally.withdrawals
+                    - tally.payouts)
             let balances = accounts.map(\.balance)
             let sumOfBalances = Money(minorUnits: balances.reduce(0) { $0 + $1.minorUnits })
             let negative = balances.filter { $0 < .zero }.count + tally.negativeBalancesSeen
+            let openInTheBank = accounts.filter { !$0.isClosed }.count
             checks = [
                 Check(
                     name: "money is conserved", passed: finalTotal == expectedTotal,
-                    detail: "opening \(openingTotal) + deposits \(deposits) − withdrawals \(withdrawals) "
-                        + "− payouts \(payouts) = \(expectedTotal); the bank's total is \(finalTotal)"),
+                    detail: "opening \(openingTotal) + new accounts \(newAccountsTotal) + deposits \(deposits) "
+                        + "− withdrawals \(withdrawals) − payouts \(payouts) = \(expectedTotal); "
+                        + "the bank's total is \(finalTotal)"),
+                Check(
+                    name: "every opening and closing took effect",
+                    passed: accounts.count == configuration.accounts + tally.opened && openInTheBank == tally.openAtEnd,
+                    detail:
+                        "\(configuration.accounts) + \(tally.opened) opened = \(accounts.count) accounts in the bank; "
+                        + "\(tally.openAtEnd) left open, \(openInTheBank) open in the bank"),
                 Check(
                     name: "the total is the sum of the balances", passed: sumOfBalances == finalTotal,
                     detail: "sum of \(balances.count) balances \(sumOfBalances), running total \(finalTotal)"),
@@ -101,10 +134,17 @@ extension Simulation {
                     "  \(operation.rawValue.padding(toLength: 12, withPad: " ", startingAt: 0)) \(counts[operation.rawValue] ?? 0)"
                 )
             }
+            lines.append(
+                "Accounts: \(configuration.accounts) open at the start, \(openAccounts) at the end; "
+                    + "\(accountsOpened) opened and \(accountsClosed) closed during the run, "
+                    + "never fewer than \(fewestOpenAccounts) nor more than \(mostOpenAccounts) open.")
             lines.append("Rejected:")
             if rejections.isEmpty { lines.append("  none") }
             for (reason, count) in rejections.sorted(by: { $0.key < $1.key }) {
-                lines.append("  \(reason.padding(toLength: 18, withPad: " ", startingAt: 0)) \(count)")
+                let share = String(format: "%.2f", (rejectionShares[reason] ?? 0) * 100)
+                lines.append(
+                    "  \(reason.padding(toLength: 18, withPad: " ", startingAt: 0)) \(count) (\(share) % of operations)"
+                )
             }
             lines.append(
                 configuration.countThrough == .notifications

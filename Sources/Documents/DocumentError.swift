@@ -6,7 +6,7 @@ public enum DocumentError: Error, Equatable, Sendable {
     case notFound(String)
     /// The file name and what is wrong, with the line where known.
     case malformed(String, reason: String)
-    /// The extension isn't `.xml`, `.json`, `.txt`, `.md` or `.text`.
+    /// The extension is none of ``DocumentFormat/extensions`` of any format.
     case unsupportedFormat(String)
     /// A file of an import whose name is that of an earlier file of the same import (or
     /// canonically equivalent to it): its path, and the earlier file's.
@@ -21,7 +21,7 @@ extension DocumentError: CustomStringConvertible {
         case .invalidName(let name): "invalid document name \(name.debugDescription)"
         case .notFound(let name): "no document named \(name.debugDescription)"
         case .malformed(let name, let reason): "\(name) is malformed: \(reason)"
-        case .unsupportedFormat(let name): "\(name): unsupported format (use .xml, .json, .txt, .md or .text)"
+        case .unsupportedFormat(let name): "\(name): unsupported format (use \(DocumentFormat.accepted))"
         case .duplicateName(let path, let firstPath):
             "\(path): an earlier file of this import, \(firstPath), has the same name"
         case .io(let message): message

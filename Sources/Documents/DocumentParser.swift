@@ -11,7 +11,13 @@ enum DocumentParser {
         guard !data.isEmpty else { throw .malformed(name, reason: "the file is empty") }
         let (title, words): (String?, Int)
         switch format {
-        case .xml: (title, words) = try parseXML(data, name: name)
+        case .xml:
+            // A binary property list is kept under the same `.plist` name as an XML one.
+            guard !data.starts(with: "bplist".utf8) else {
+                throw .malformed(
+                    name, reason: "a binary property list, not XML (`plutil -convert xml1` makes an XML one)")
+            }
+            (title, words) = try parseXML(data, name: name)
         case .json: (title, words) = try parseJSON(data, name: name)
         case .text:
             guard let text = String(data: data, encoding: .utf8) else {

@@ -28,13 +28,18 @@ extension Simulation.Counting: ExpressibleByArgument {}
 struct Simulate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run random operations on many threads, then check that no money appeared or vanished.",
-        discussion: "Exits 0 when every check holds, 1 when one fails, 64 for bad arguments."
+        discussion: """
+            Each thread is a branch with accounts of its own: it transfers, takes deposits and \
+            withdrawals, reads balances and the bank's total, and opens and closes accounts, keeping \
+            about its share of --accounts open. The same options give the same report, but for its \
+            timing. Exits 0 when every check holds, 1 when one fails, 64 for bad arguments.
+            """
     )
 
-    @Option(help: "Accounts to open before the threads start.")
+    @Option(help: "Accounts to open before the threads start; about as many stay open through the run.")
     var accounts = 1_000
 
-    @Option(help: "Threads making operations at once.")
+    @Option(help: "Threads making operations at once, each a branch with its share of the accounts.")
     var threads = 4
 
     @Option(help: "Operations in all, shared out between the threads.")
@@ -66,6 +71,11 @@ struct Simulate: AsyncParsableCommand {
         }
         guard (1...256).contains(threads) else {
             throw ValidationError("--threads must be between 1 and 256, not \(threads).")
+        }
+        guard accounts >= 2 * threads else {
+            throw ValidationError(
+                "--accounts must be at least twice --threads (each thread transfers between accounts of its own), "
+                    + "not \(accounts) for \(threads) threads.")
         }
         guard (0...1_000_000_000).contains(operations) else {
             throw ValidationError("--operations must be between 0 and 1000000000, not \(operations).")

@@ -28,7 +28,7 @@ extension Docs {
                 try StandardStreams.output(
                     """
                     name: \(printable(info.name))
-                    format: \(info.format.rawValue)
+                    format: \(info.format.displayName)\(fileExtension(of: info.name))
                     bytes: \(info.byteCount)
                     title: \(info.title.map(printable) ?? "(none)")
                     words: \(info.wordCount)
@@ -37,6 +37,11 @@ extension Docs {
             } catch let error as DocumentError {
                 throw ToolFailure("\(error)")
             }
+        }
+
+        /// The extension that chose the format, as the name has it: ` (.xhtml)`.
+        private func fileExtension(of name: String) -> String {
+            DocumentFormat.nameExtension(of: name).map { " (.\(printable(String($0))))" } ?? ""
         }
     }
 }

@@ -16,6 +16,9 @@ struct BankToolTests {
         #expect(run.output.contains("Simulated 5000 operations on 40 accounts with 3 threads"))
         #expect(run.output.contains("operations per second"))
         #expect(run.output.contains("[ok] money is conserved"))
+        #expect(run.output.contains("Accounts: 40 open at the start"))
+        #expect(run.output.contains("opened and"))
+        #expect(run.output.contains("% of operations)"))
         #expect(run.output.contains("All checks passed."))
         // Not a terminal: plain progress lines on standard error, no carriage returns.
         #expect(run.errors.contains("progress: 5000/5000 operations (100%)"))
@@ -61,7 +64,7 @@ struct BankToolTests {
     }
 
     @Test func simulateIsTheDefaultSubcommand() async throws {
-        let run = try await bank("--accounts", "5", "--operations", "100", "--concurrency", "readers-writer")
+        let run = try await bank("--accounts", "8", "--operations", "100", "--concurrency", "readers-writer")
         #expect(run.status == 0, "\(run.errors)")
         #expect(run.output.contains("readers-writer ledger"))
     }
@@ -118,10 +121,15 @@ struct BankToolTests {
         #expect(json?["passed"] as? Bool == true)
         #expect((json?["configuration"] as? [String: Any])?["seed"] as? Int == 9)
         #expect(json?["operationsPerSecond"] is Double)
+        #expect(json?["accountsOpened"] is Int)
+        #expect(json?["openAccounts"] is Int)
+        #expect(json?["rejectionShares"] is [String: Double])
     }
 
     @Test(arguments: [
         ["simulate", "--accounts", "0"],
+        ["simulate", "--accounts", "7"],  // fewer than two for each of the 4 threads
+        ["simulate", "--accounts", "2", "--threads", "2"],
         ["simulate", "--threads", "0"],
         ["simulate", "--operations", "-1"],
         ["simulate", "--concurrency", "parallel"],

@@ -18,7 +18,7 @@ struct SimulationTests {
         #expect(report.passed, "\(report.summary)")
         #expect(report.counts.values.reduce(0, +) == 20_000)
         #expect(report.counts["transfer"]! > report.counts["deposit"]!)
-        #expect(report.checks.count == 5)
+        #expect(report.checks.count == 6)
         #expect(report.summary.contains("All checks passed."))
     }
 
@@ -74,11 +74,68 @@ struct SimulationTests {
         #expect(decoded == report)
     }
 
+    @Test func theJSONReportCountsAccountsAndGivesEachRejectionAsACountAndAShare() async throws {
+        let simulation = Simulation(configuration: .init(accounts: 20, threads: 2, operations: 40_000, seed: 3))
+        let report = await simulation.run(notificationQueue: DispatchQueue(label: "simulation"))
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(report.json.utf8)) as? [String: Any])
+        #expect(json["accountsOpened"] as? Int == report.accountsOpened)
+        #expect(json["accountsClosed"] as? Int == report.accountsClosed)
+        #expect(json["openAccounts"] as? Int == 20 + report.accountsOpened - report.accountsClosed)
+        #expect(json["fewestOpenAccounts"] as? Int == report.fewestOpenAccounts)
+        #expect(json["mostOpenAccounts"] as? Int == report.mostOpenAccounts)
+        #expect(json["newAccountsTotal"] as? String == report.newAccountsTotal.description)
+        #expect(report.accountsOpened > 0 && report.accountsClosed > 0)
+        let counts = try #require(json["rejections"] as? [String: Int])
+        let shares = try #require(json["rejectionShares"] as? [String: Double])
+        #expect(!counts.isEmpty)
+        #expect(Set(counts.keys) == Set(shares.keys))
+        for (reason, count) in counts {
+            #expect(shares[reason] == Double(count) / 40_000, "\(reason)")
+            #expect(
+                report.summary.contains("\(count) (\(String(format: "%.2f", Double(count) / 400)) % of operations)"))
+        }
+    }
+
+    /// A run as long as any a new user makes, on few accounts so that each is opened and closed many
+    /// times over: the number open stays near the target, and closed accounts are the odd rejection.
+    @Test func aLongRunKeepsAboutAsManyAccountsOpenAndRejectsWhatABankRejects() async throws {
+        let operations = 2_000_000
+        let simulation = Simulation(
+            configuration: .init(accounts: 100, threads: 2, operations: operations, notifications: .batched, seed: 7))
+        let report = await simulation.run(notificationQueue: DispatchQueue(label: "simulation"))
+        #expect(report.passed, "\(report.summary)")
+        // Closing alone would have closed the 100 accounts ten times over.
+        #expect(report.accountsClosed > 1_000, "\(report.summary)")
+        #expect((80...120).contains(report.openAccounts), "\(report.summary)")
+        #expect(report.fewestOpenAccounts >= 50 && report.mostOpenAccounts <= 150, "\(report.summary)")
+        #expect(Set(report.rejections.keys) == ["insufficientFunds", "accountClosed"], "\(report.summary)")
+        let closed = try #require(report.rejectionShares["accountClosed"])
+        #expect(closed > 0 && closed < 0.05, "\(report.summary)")
+        let refused = report.rejections.values.reduce(0, +)
+        #expect(Double(refused) / Double(operations) < 0.1, "\(report.summary)")
+    }
+
+    @Test func theSameSeedGivesTheSameReportButForItsTiming() async throws {
+        func run(seed: UInt64) async throws -> NSDictionary {
+            let simulation = Simulation(configuration: .init(accounts: 30, threads: 3, operations: 30_000, seed: seed))
+            let report = await simulation.run(notificationQueue: DispatchQueue(label: "simulation"))
+            #expect(report.passed, "\(report.summary)")
+            var json = try #require(try JSONSerialization.jsonObject(with: Data(report.json.utf8)) as? [String: Any])
+            json["seconds"] = nil
+            json["operationsPerSecond"] = nil
+            return json as NSDictionary
+        }
+        let first = try await run(seed: 11)
+        #expect(try await run(seed: 11) == first)
+        #expect(try await run(seed: 12) != first)
+    }
+
     @Test func aFailedCheckFailsTheReport() async throws {
         // The checks are real: a bank whose money doesn't add up is reported as failed.
         let bank = Bank(notificationQueue: DispatchQueue(label: "simulation"))
         let account = try bank.openAccount(initialBalance: .amount("10.00"))
         var tally = Tally()
+        tally.openAtEnd = 1
         tally.deposits = 1  // claims a deposit that never happened
         let report = Simulation.Report(
             configuration: .init(accounts: 1, threads: 1, operations: 0), bank: bank, accounts: [account],
@@ -87,6 +144,20 @@ struct SimulationTests {
         #expect(!report.passed)
         #expect(report.checks.first { !$0.passed }?.name == "money is conserved")
         #expect(report.summary.contains("[FAILED] money is conserved"))
+    }
+
+    @Test func anOpeningThatDidntHappenFailsTheReport() async throws {
+        let bank = Bank(notificationQueue: DispatchQueue(label: "simulation"))
+        let account = try bank.openAccount(initialBalance: .amount("10.00"))
+        var tally = Tally()
+        tally.opened = 1  // claims an account opened during the run, with nothing, that the bank doesn't have
+        tally.openAtEnd = 2
+        tally.changes = 1
+        let report = Simulation.Report(
+            configuration: .init(accounts: 1, threads: 1, operations: 0), bank: bank, accounts: [account],
+            openingTotal: .amount("10.00"), tally: tally, notifications: 2, expectedNotifications: 2,
+            totalsDelivered: 0, elapsed: .seconds(1))
+        #expect(report.checks.filter { !$0.passed }.map(\.name) == ["every opening and closing took effect"])
     }
 }
 

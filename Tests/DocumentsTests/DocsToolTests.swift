@@ -60,7 +60,7 @@ struct DocsToolTests {
 
         let show = try await docs(["--store", store.url.path, "show", "b.json"])
         #expect(show.output.contains("title: Beta"))
-        #expect(show.output.contains("format: json"))
+        #expect(show.output.contains("format: JSON (.json)\n"))
         let contents = try await docs(["show", "--store", store.url.path, "c.md", "--contents"])
         #expect(contents.output == "four five six")
 
@@ -69,6 +69,31 @@ struct DocsToolTests {
         #expect(try await docs(["list", "--store", store.url.path]).output.contains("a.xml") == false)
         #expect(try await docs(["show", "--store", store.url.path, "a.xml"]).status == 1)
         #expect(try await docs(["remove", "--store", store.url.path, "a.xml"]).status == 1)
+    }
+
+    @Test func xmlUnderItsOtherNamesImportsAndShowSaysWhichNameChoseIt() async throws {
+        let input = TemporaryFolder("docs-input")
+        defer { input.remove() }
+        let store = TemporaryFolder("docs-store")
+        defer { store.remove() }
+        input.file(
+            "page.XHTML",
+            """
+            <!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Strict//EN" "http://www.w3.org/TR/xhtml1/DTD/xhtml1-strict.dtd">
+            <html xmlns="http://www.w3.org/1999/xhtml"><head><title>Caf&eacute;</title></head><body/></html>
+            """)
+        input.file("track.gpx", "<gpx><trk><name>Morning run</name></trk></gpx>")
+        input.file("binary.plist", bytes: Data("bplist00".utf8) + Data(repeating: 0, count: 40))
+
+        let run = try await docs(["import", "--store", store.url.path, input.url.path])
+        #expect(run.status == 1)
+        #expect(run.output.contains("Imported 2, failed 1, cancelled 0."), "\(run.output)")
+        #expect(run.output.contains("binary.plist is malformed: a binary property list, not XML"), "\(run.output)")
+        let page = try await docs(["show", "--store", store.url.path, "page.XHTML"])
+        #expect(page.output.contains("format: XML (.XHTML)\n"), "\(page.output)")
+        #expect(page.output.contains("title: Café\n"), "\(page.output)")
+        let track = try await docs(["show", "--store", store.url.path, "track.gpx"])
+        #expect(track.output.contains("format: XML (.gpx)\n"), "\(track.output)")
     }
 
     @Test func brokenFilesFailAloneWithOneLineEachAndExitOne() async throws {

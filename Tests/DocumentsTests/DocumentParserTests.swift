@@ -80,7 +80,7 @@ struct DocumentParserTests {
             <!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Strict//EN" "http://www.w3.org/TR/xhtml1/DTD/xhtml1-strict.dtd">
             <html xmlns="http://www.w3.org/1999/xhtml"><head><title>Caf&eacute; menu</title></head>
             <body><p>Tea&nbsp;&mdash; &euro;3 &hearts;</p></body></html>
-            """, as: "menu.xhtml.xml")
+            """, as: "menu.xhtml")
         #expect(info.title == "Café menu")
         #expect(info.wordCount == 6)  // Café menu Tea — €3 ♥ (the no-break space joins "Tea" and nothing)
     }
