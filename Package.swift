@@ -35,7 +35,8 @@ let package = Package(
     targets: [
         // Libraries
         .target(name: "ExclusionShims"),
-        .target(name: "Exclusion", dependencies: ["ExclusionShims"]),
+        // Internal/README.md is the map of the engine, for its readers, not part of the build.
+        .target(name: "Exclusion", dependencies: ["ExclusionShims"], exclude: ["Internal/README.md"]),
         .target(name: "Banking", dependencies: ["Exclusion", "SplitMix"]),
         // The one seeded random number generator, for simulations, scenarios and tests.
         .target(name: "SplitMix"),

@@ -54,7 +54,7 @@ PLANTS = {
     ),
     "profile-awaited-condition": (
         "an awaited access's wait for its condition is recorded as a task's wait for the lock",
-        "Sources/Exclusion/Internal/Engine+Waiting.swift",
+        "Sources/Exclusion/Internal/Engine+AwaitingConditions.swift",
         "self._record(.condition, at: .none, since: since)",
         "self._record(.suspendedTask, at: .none, since: since)",
         ["ContentionProfileTests"],

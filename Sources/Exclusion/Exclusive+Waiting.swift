@@ -36,9 +36,9 @@ extension Exclusive {
     ) throws -> sending R {
         let thread = _CurrentThread()
         _engine.checkNesting(thread, attempting: "access(when:)", file: file, line: line)
-        let outbox = try _engine.lockExclusively(
-            thread, when: condition, limit: timeout.map(_TimeLimit.init), file: file, line: line)
-        defer { _engine.unlockExclusively(thread, outbox, file: file, line: line) }
+        let outbox = try _engine.waitExclusively(
+            thread, until: condition, limit: timeout.map(_TimeLimit.init), file: file, line: line)
+        defer { _engine.releaseExclusively(thread, outbox, file: file, line: line) }
         return try body(&_engine._state.pointee)
     }
 
@@ -90,7 +90,7 @@ extension Exclusive {
         _ body: @escaping @Sendable (inout sending State) throws -> R, deliverOn queue: DispatchQueue = .main,
         completion: @escaping @Sendable (Result<R, any Error>) -> Void
     ) {
-        _engine.submitExclusive(when: condition, timeout: timeout, body, deliverOn: queue, completion: completion)
+        _engine.submit(when: condition, timeout: timeout, body, deliverOn: queue, completion: completion)
     }
 
     /// Runs `body` with exclusive access to the state if nothing else holds it right now, and
@@ -111,8 +111,8 @@ extension Exclusive {
     ) throws(E) -> sending R? {
         let thread = _CurrentThread()
         _engine.checkNotInside(thread, attempting: "accessIfAvailable")
-        guard let outbox = _engine.tryLockExclusively(thread) else { return nil }
-        defer { _engine.unlockExclusively(thread, outbox) }
+        guard let outbox = _engine.tryTakeExclusively(thread) else { return nil }
+        defer { _engine.releaseExclusively(thread, outbox) }
         return try body(&_engine._state.pointee)
     }
 }

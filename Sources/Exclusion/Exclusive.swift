@@ -91,8 +91,8 @@ extension Exclusive {
     ) throws(E) -> sending R {
         let thread = _CurrentThread()
         _engine.checkNesting(thread, attempting: "access", file: file, line: line)
-        let outbox = _engine.lockExclusively(thread, file: file, line: line)
-        defer { _engine.unlockExclusively(thread, outbox, file: file, line: line) }
+        let outbox = _engine.takeExclusively(thread, file: file, line: line)
+        defer { _engine.releaseExclusively(thread, outbox, file: file, line: line) }
         return try body(&_engine._state.pointee)
     }
 
@@ -123,8 +123,8 @@ extension Exclusive {
     ) throws(E) -> sending R {
         let thread = _CurrentThread()
         _engine.checkNesting(thread, attempting: "access", file: file, line: line)
-        var outbox = _engine.lockExclusively(thread, file: file, line: line)
-        defer { _engine.unlockExclusively(thread, outbox, file: file, line: line) }
+        var outbox = _engine.takeExclusively(thread, file: file, line: line)
+        defer { _engine.releaseExclusively(thread, outbox, file: file, line: line) }
         return try body(&_engine._state.pointee, &outbox)
     }
 }
@@ -144,7 +144,7 @@ extension Exclusive {
     /// - Parameter body: Changes the state. It runs on a thread of the instance's choosing.
     @inlinable
     public func accessAsync(_ body: @escaping @Sendable (inout sending State) -> Void) {
-        _engine.submitExclusive(body)
+        _engine.submit(body)
     }
 
     /// Runs `body` with exclusive access to the state later, and delivers its result on `queue`.
@@ -166,7 +166,7 @@ extension Exclusive {
         _ body: @escaping @Sendable (inout sending State) throws -> R,
         completion: @escaping @Sendable (Result<R, any Error>) -> Void
     ) {
-        _engine.submitExclusive(deliverOn: queue, body, completion: completion)
+        _engine.submit(deliverOn: queue, body, completion: completion)
     }
 
     /// Runs `body` with exclusive access to the state, suspending instead of blocking while

@@ -57,9 +57,9 @@ extension ReadersWriter {
     ) throws -> R {
         let thread = _CurrentThread()
         _engine.checkNesting(thread, attempting: "write(when:)", file: file, line: line)
-        let outbox = try _engine.lockExclusively(
-            thread, when: condition, limit: timeout.map(_TimeLimit.init), file: file, line: line)
-        defer { _engine.unlockExclusively(thread, outbox, file: file, line: line) }
+        let outbox = try _engine.waitExclusively(
+            thread, until: condition, limit: timeout.map(_TimeLimit.init), file: file, line: line)
+        defer { _engine.releaseExclusively(thread, outbox, file: file, line: line) }
         return try body(&_engine._state.pointee)
     }
 
@@ -91,8 +91,8 @@ extension ReadersWriter {
     public func writeIfAvailable<R, E: Error>(_ body: (inout State) throws(E) -> R) throws(E) -> R? {
         let thread = _CurrentThread()
         _engine.checkNotInside(thread, attempting: "writeIfAvailable")
-        guard let outbox = _engine.tryLockExclusively(thread) else { return nil }
-        defer { _engine.unlockExclusively(thread, outbox) }
+        guard let outbox = _engine.tryTakeExclusively(thread) else { return nil }
+        defer { _engine.releaseExclusively(thread, outbox) }
         return try body(&_engine._state.pointee)
     }
 }

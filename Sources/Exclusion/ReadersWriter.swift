@@ -128,8 +128,8 @@ extension ReadersWriter {
     ) throws(E) -> R {
         let thread = _CurrentThread()
         _engine.checkNesting(thread, attempting: "write", file: file, line: line)
-        var outbox = _engine.lockExclusively(thread, file: file, line: line)
-        defer { _engine.unlockExclusively(thread, outbox, file: file, line: line) }
+        var outbox = _engine.takeExclusively(thread, file: file, line: line)
+        defer { _engine.releaseExclusively(thread, outbox, file: file, line: line) }
         return try body(&_engine._state.pointee, &outbox)
     }
 }
@@ -162,7 +162,7 @@ extension ReadersWriter where State: Sendable {
     /// ```
     @inlinable
     public func writeAsync(_ body: @escaping @Sendable (inout State) -> Void) {
-        _engine.submitExclusive(body)
+        _engine.submit(body)
     }
 
     /// Runs `body` with exclusive access to the state later, and delivers its result on `queue`.
@@ -177,7 +177,7 @@ extension ReadersWriter where State: Sendable {
         _ body: @escaping @Sendable (inout State) throws -> R,
         completion: @escaping @Sendable (Result<R, any Error>) -> Void
     ) {
-        _engine.submitExclusive(deliverOn: queue, body, completion: completion)
+        _engine.submit(deliverOn: queue, body, completion: completion)
     }
 
     /// Runs `body` with shared access to the state, suspending instead of blocking while a write

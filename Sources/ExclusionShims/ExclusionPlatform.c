@@ -79,7 +79,7 @@ void exclusion_wake_all(uint32_t *word) {
 #else
 
 int exclusion_sleep_on(uint32_t *word, uint32_t expected, uint64_t deadline) {
-    struct timespec until = {(time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u)};
+    struct timespec until = exclusion_timespec(deadline);
     // FUTEX_WAIT_BITSET takes an absolute moment on CLOCK_MONOTONIC, the clock of every deadline.
     long result = syscall(SYS_futex, word, FUTEX_WAIT_BITSET_PRIVATE, expected, deadline != 0 ? &until : NULL,
                           NULL, FUTEX_BITSET_MATCH_ANY);

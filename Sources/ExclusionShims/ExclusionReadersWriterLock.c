@@ -116,13 +116,6 @@ int exclusion_rwlock_write_begin(exclusion_rwlock *lock, uint64_t deadline) {
     return 1;  // not reached: without a deadline the wait ends only when the readers are gone
 }
 
-static int try_write_underlying(exclusion_rwlock *lock) {
-    if (!exclusion_lock_try(&lock->writers)) return 0;
-    if (__atomic_load_n(&lock->readers, __ATOMIC_ACQUIRE) == 0) return 1;
-    exclusion_lock_unlock(&lock->writers);
-    return 0;
-}
-
 static void unlock_write_underlying(exclusion_rwlock *lock) {
     exclusion_lock_unlock(&lock->writers);
 }
@@ -172,15 +165,13 @@ static int wait_for_slot(exclusion_rwlock *lock, int index, uint64_t deadline) {
 /// clock-taking calls, on CLOCK_REALTIME elsewhere.
 static struct timespec timespec_for(uint64_t deadline) {
 #if defined(__GLIBC__)
-    struct timespec at = {(time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u)};
+    return exclusion_timespec(deadline);
 #else
-    struct timespec at;
-    (void)clock_gettime(CLOCK_REALTIME, &at);
-    uint64_t moment = (uint64_t)at.tv_sec * 1000000000u + (uint64_t)at.tv_nsec + exclusion_nanoseconds_until(deadline);
-    at.tv_sec = (time_t)(moment / 1000000000u);
-    at.tv_nsec = (long)(moment % 1000000000u);
+    struct timespec now;
+    (void)clock_gettime(CLOCK_REALTIME, &now);
+    uint64_t realtime = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+    return exclusion_timespec(realtime + exclusion_nanoseconds_until(deadline));
 #endif
-    return at;
 }
 
 /// The underlying lock, shared (`reading`) or not, by `deadline` (not 0): 0 if it has it.
@@ -226,10 +217,6 @@ void exclusion_rwlock_read_unlock_slowly(exclusion_rwlock *lock) {
 int exclusion_rwlock_write_begin(exclusion_rwlock *lock, uint64_t deadline) {
     if (deadline == 0) return pthread_rwlock_wrlock(&lock->underlying) == 0;
     return lock_underlying_until(lock, deadline, 0) == 0;
-}
-
-static int try_write_underlying(exclusion_rwlock *lock) {
-    return pthread_rwlock_trywrlock(&lock->underlying) == 0;
 }
 
 static void unlock_write_underlying(exclusion_rwlock *lock) {
@@ -319,14 +306,8 @@ void exclusion_rwlock_write(exclusion_rwlock *lock) {
     (void)exclusion_rwlock_write_revoke(lock, 0);
 }
 
-int exclusion_rwlock_write_if_free(exclusion_rwlock *lock) {
-    if (!try_write_underlying(lock)) return 0;
-    (void)exclusion_rwlock_write_revoke(lock, 0);
-    return 1;
-}
-
 int exclusion_rwlock_try_write(exclusion_rwlock *lock) {
-    if (!try_write_underlying(lock)) return 0;
+    if (!exclusion_rwlock_try_write_underlying(lock)) return 0;
     if (!__atomic_load_n(&lock->bias, __ATOMIC_RELAXED)) return 1;
     __atomic_store_n(&lock->bias, 0, __ATOMIC_SEQ_CST);
     for (int index = 0; index < EXCLUSION_READ_SLOTS; index++) {
@@ -349,8 +330,4 @@ int exclusion_rwlock_write_until(exclusion_rwlock *lock, uint64_t deadline) {
     __atomic_store_n(&lock->bias, 1, __ATOMIC_RELEASE);
     unlock_write_underlying(lock);
     return 0;
-}
-
-void exclusion_rwlock_write_unlock(exclusion_rwlock *lock) {
-    unlock_write_underlying(lock);
 }

@@ -41,7 +41,7 @@ void exclusion_backoff_wait(exclusion_backoff *backoff) {
             backoff->rounds += 1;
         }
     }
-    struct timespec interval = {(time_t)(sleep_ns / 1000000000u), (long)(sleep_ns % 1000000000u)};
+    struct timespec interval = exclusion_timespec(sleep_ns);
     // A signal may cut the sleep short (EINTR): the caller looks again sooner, which is harmless.
     (void)nanosleep(&interval, NULL);
 }

@@ -9,7 +9,7 @@ extension _Engine {
     /// when the task is cancelled.
     ///
     /// An iterator that waits is an awaited conditional access, checked by every exclusive release
-    /// with the state held, like any other (`Engine+Waiting.swift`): `transform` runs with the state
+    /// with the state held, like any other (`Engine+AwaitingConditions.swift`): `transform` runs with the state
     /// held, at the end of an access, so a value is never torn, and no wake-up can be lost. Between
     /// two calls the iterator is nowhere: a consumer that is busy, or has stopped, costs the
     /// accesses nothing, and what it missed meanwhile is only ever the latest value.

@@ -71,7 +71,7 @@ final class _ReadersWriterLock: @unchecked Sendable {
 
     /// Exclusive access if no other thread holds the underlying lock; fast-path readers inside
     /// are waited out, as `lockExclusive` does.
-    @usableFromInline
+    @inlinable
     func lockExclusiveIfFree() -> Bool {
         exclusion_rwlock_write_if_free(_handle) != 0
     }
@@ -103,7 +103,7 @@ final class _ReadersWriterLock: @unchecked Sendable {
         }
     }
 
-    @usableFromInline
+    @inlinable
     func unlockExclusive() {
         exclusion_rwlock_write_unlock(_handle)
     }

@@ -22,11 +22,8 @@ extension ContentionReport {
                 locations: frames.map { profile.location($0.0, $0.1) }, values: [row.count, row.nanoseconds],
                 labels: [("label", row.label), ("type", row.type), ("wait", row.kind.rawValue)])
         }
-        let (seconds, attoseconds) = duration.components
         return _gzip(
-            profile.encoded(
-                timeNanos: startedAt, durationNanos: seconds * 1_000_000_000 + attoseconds / 1_000_000_000,
-                period: Int64(sampling.every)))
+            profile.encoded(timeNanos: startedAt, durationNanos: _nanoseconds(duration), period: Int64(sampling.every)))
     }
 }
 

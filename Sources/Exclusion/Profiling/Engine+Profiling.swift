@@ -22,7 +22,7 @@ extension _Engine {
     }
 
     /// Takes the lock exclusively with `lock` for an access called at `site`, timing the wait.
-    func _lockExclusiveProfiled(at site: _Site, _ lock: () -> Void) {
+    func _takeLockProfiled(at site: _Site, _ lock: () -> Void) {
         let start = _lockWaitBegins(at: site)
         lock()
         _exclusiveWaitEnded(.blockedThread, at: site, since: start)

@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 
 #if !defined(__APPLE__) && !defined(__linux__)
 #error "Exclusion builds for Apple platforms and Linux."
@@ -36,6 +37,12 @@ uint64_t exclusion_monotonic_now(void);
 /// Nanoseconds from now until `deadline` (0 once it has passed), for the system calls that take a
 /// timeout instead of a moment.
 uint64_t exclusion_nanoseconds_until(uint64_t deadline);
+
+/// `nanoseconds` as the `timespec` that POSIX calls take: the one place C converts time.
+static inline struct timespec exclusion_timespec(uint64_t nanoseconds) {
+    struct timespec time = {(time_t)(nanoseconds / 1000000000u), (long)(nanoseconds % 1000000000u)};
+    return time;
+}
 
 // MARK: - Sleeping on a word
 

@@ -152,10 +152,6 @@ static inline void exclusion_rwlock_read_unlock(exclusion_rwlock *lock, int tick
 /// Exclusive access: waits for the readers inside to leave, not for readers that come later.
 void exclusion_rwlock_write(exclusion_rwlock *lock);
 
-/// Exclusive access if no other thread holds the underlying lock (readers in slots are waited
-/// out, as `exclusion_rwlock_write` does); 1 if it has it.
-int exclusion_rwlock_write_if_free(exclusion_rwlock *lock);
-
 /// Exclusive access if it can be had without waiting; 1 if it has it.
 int exclusion_rwlock_try_write(exclusion_rwlock *lock);
 
@@ -170,6 +166,35 @@ int exclusion_rwlock_write_until(exclusion_rwlock *lock, uint64_t deadline);
 int exclusion_rwlock_write_begin(exclusion_rwlock *lock, uint64_t deadline);
 int exclusion_rwlock_write_revoke(exclusion_rwlock *lock, uint64_t deadline);
 
-void exclusion_rwlock_write_unlock(exclusion_rwlock *lock);
+/// The underlying lock, held by a writer alone, if it can be had without waiting; 1 if it has it.
+static inline int exclusion_rwlock_try_write_underlying(exclusion_rwlock *lock) {
+#if EXCLUSION_OWNED_LOCK
+    if (!exclusion_lock_try(&lock->writers)) return 0;
+    if (__atomic_load_n(&lock->readers, __ATOMIC_ACQUIRE) == 0) return 1;
+    exclusion_lock_unlock(&lock->writers);
+    return 0;
+#else
+    return pthread_rwlock_trywrlock(&lock->underlying) == 0;
+#endif
+}
+
+/// Exclusive access if no other thread holds the underlying lock (readers in slots are waited
+/// out, as `exclusion_rwlock_write` does); 1 if it has it. Inline, as the first step of every
+/// write: with the bias withdrawn already, it is one try of the underlying lock.
+static inline int exclusion_rwlock_write_if_free(exclusion_rwlock *lock) {
+    if (!exclusion_rwlock_try_write_underlying(lock)) return 0;
+    if (__atomic_load_n(&lock->bias, __ATOMIC_RELAXED) || lock->revoking) {
+        (void)exclusion_rwlock_write_revoke(lock, 0);
+    }
+    return 1;
+}
+
+static inline void exclusion_rwlock_write_unlock(exclusion_rwlock *lock) {
+#if EXCLUSION_OWNED_LOCK
+    exclusion_lock_unlock(&lock->writers);
+#else
+    pthread_rwlock_unlock(&lock->underlying);
+#endif
+}
 
 #endif

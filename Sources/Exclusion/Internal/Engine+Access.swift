@@ -1,0 +1,168 @@
+import Dispatch
+import Synchronization
+
+// MARK: - Synchronous access
+
+extension _Engine {
+    /// Takes the state exclusively, on this thread, and runs everything submitted earlier; returns
+    /// the outbox for the rest of the access. Pair with `releaseExclusively`; the caller's body runs
+    /// in between (the public types call it, because only they know whether their bodies take the
+    /// state as `sending`).
+    ///
+    /// `profiled` is false for the engine's own drains: a profile counts the work they run where
+    /// it waited (an awaited access as a task's wait), not the drain's own wait for the lock.
+    @inlinable @inline(__always)
+    func takeExclusively(
+        _ thread: _CurrentThread, file: StaticString = "(asynchronous work)", line: UInt = 0,
+        notingEntry: Bool = true, profiled: Bool = true
+    ) -> Outbox {
+        if _watchesWaits {
+            _takeLockWatched(file: file, line: line, notingEntry: notingEntry, profiled: profiled)
+        } else if !_lock.lockExclusiveIfFree() {
+            _takeLockContended(file: file, line: line, profiled: profiled)
+        }
+        if _waitList.isReserved { _ = _backOffForGrantee(before: nil) }
+        return _enteredExclusively(thread)
+    }
+
+    /// The lock, once it was found taken: out of line, and timed for the contention profile if
+    /// one runs.
+    @usableFromInline @inline(never)
+    func _takeLockContended(file: StaticString, line: UInt, profiled: Bool) {
+        guard profiled, _Contention.isOn else { return _lock.lockExclusive() }
+        _takeLockProfiled(at: _Site(file, line)) { _lock.lockExclusive() }
+    }
+
+    /// Takes the state exclusively by `deadline` (as long as it takes if nil), and runs everything
+    /// submitted earlier; nil, not holding it, if the deadline passed first.
+    @usableFromInline
+    func _takeExclusively(
+        _ thread: _CurrentThread, before deadline: _Deadline?, file: StaticString, line: UInt
+    ) -> Outbox? {
+        guard let deadline else { return takeExclusively(thread, file: file, line: line, notingEntry: false) }
+        guard _takeLock(before: deadline, file: file, line: line) else { return nil }
+        if _waitList.isReserved, !_backOffForGrantee(before: deadline) { return nil }
+        return _enteredExclusively(thread)
+    }
+
+    /// Takes the state exclusively if that needs no waiting, and runs what was submitted earlier;
+    /// nil if another access holds it or it is promised to a waiter.
+    @inlinable @inline(__always)
+    func tryTakeExclusively(_ thread: _CurrentThread) -> Outbox? {
+        guard _lock.tryLockExclusive() else { return nil }
+        if _waitList.isReserved {
+            _lock.unlockExclusive()
+            return nil
+        }
+        return _enteredExclusively(thread)
+    }
+
+    /// Gives up exclusive access, then hands out what the accesses delivered, in the order they ran.
+    /// `file` and `line` are the access's call site, which a contention profile notes when others
+    /// wait for this release.
+    @inlinable @inline(__always)
+    func releaseExclusively(
+        _ thread: _CurrentThread, _ deliveries: borrowing Outbox, file: StaticString = "", line: UInt = 0
+    ) {
+        if _releaseWork.isDue {
+            _serveWaitersAndUnlock(thread, copy deliveries, file: file, line: line)
+        } else {
+            _leaveAndUnlock(thread, deliveries)
+        }
+    }
+
+    /// The end of every exclusive access: this thread leaves, the lock is released, and what the
+    /// access delivered is handed out.
+    @inlinable @inline(__always)
+    func _leaveAndUnlock(_ thread: _CurrentThread, _ deliveries: borrowing Outbox) {
+        thread.leave()
+        if deliveries.isEmpty {
+            _lock.unlockExclusive()
+        } else {
+            _releaseExclusiveDelivering(copy deliveries)
+        }
+    }
+
+    /// Runs `body` with the state held shared, alongside other shared accesses, on this thread.
+    ///
+    /// If anything submitted earlier is waiting, it goes first, and it may need the state
+    /// exclusively: then the whole lot, `body` included, runs under exclusive access.
+    @inlinable @inline(__always)
+    func shared<R, E: Error>(
+        _ thread: _CurrentThread, file: StaticString, line: UInt, _ body: (State) throws(E) -> R
+    ) throws(E) -> R {
+        if _backlog.hasPending {
+            let outbox = takeExclusively(thread, file: file, line: line)
+            defer { releaseExclusively(thread, outbox, file: file, line: line) }
+            return try body(_state.pointee)
+        }
+        // The lock's quick path first, exactly as an unwatched shared access takes it; watching
+        // only slows down one that has to wait anyway.
+        let ticket =
+            _lock.lockSharedQuickly(thread: thread.index) ?? _takeSharedContended(thread, file: file, line: line)
+        return try _runShared(thread, holding: ticket, body)
+    }
+
+    /// Runs `body` on the state, which this thread holds shared with `ticket`, then lets go of it.
+    @inlinable @inline(__always)
+    func _runShared<R, E: Error>(
+        _ thread: _CurrentThread, holding ticket: Lock.SharedTicket, _ body: (State) throws(E) -> R
+    ) throws(E) -> R {
+        thread.enter(self, .shared)
+        defer {
+            thread.leave()
+            _lock.unlockShared(ticket)
+        }
+        return try body(_state.pointee)
+    }
+
+    /// Call right after taking the lock exclusively: marks the thread as inside, then runs whatever
+    /// was submitted earlier, so it goes first. Returns the outbox for the rest of the access.
+    @inlinable @inline(__always)
+    func _enteredExclusively(_ thread: _CurrentThread) -> Outbox {
+        thread.enter(self, .exclusive)
+        var outbox = Outbox()
+        if _backlog.hasPending {
+            _backlog.runAll(&outbox, apply: _apply)
+        }
+        return outbox
+    }
+
+    /// Applies a plain asynchronous body; call with the state held exclusively.
+    @usableFromInline
+    func _apply(_ body: Plain) {
+        body(&_state.pointee)
+    }
+
+    /// The release after an exclusive access while accesses wait for conditions: checks them
+    /// first, with the state still held.
+    @usableFromInline
+    func _serveWaitersAndUnlock(
+        _ thread: _CurrentThread, _ deliveries: consuming Outbox, skipping joiner: _Waiter<State>? = nil,
+        file: StaticString = "", line: UInt = 0
+    ) {
+        let pending = _releaseWork.takePendingWait()
+        if _releaseWork.hasProfiledWaiters { _releaseWork.holder = _Site(file, line) }
+        var deliveries = deliveries
+        var woken: DispatchSemaphore?
+        while _releaseWork.hasSleepers, let run = _waitList.nextReady(_state, woken: &woken, skipping: joiner) {
+            run(&_state.pointee, &deliveries)
+        }
+        _leaveAndUnlock(thread, deliveries)
+        woken?.signal()
+        if let pending { _record(pending) }
+    }
+
+    @usableFromInline
+    func _releaseExclusiveDelivering(_ deliveries: consuming Outbox) {
+        _backlog.release(handingOut: deliveries) { _lock.unlockExclusive() }
+    }
+
+    func _releaseShared(_ ticket: Lock.SharedTicket, _ deliveries: consuming Outbox) {
+        if deliveries.isEmpty {
+            _lock.unlockShared(ticket)
+        } else {
+            _backlog.release(handingOut: deliveries) { _lock.unlockShared(ticket) }
+        }
+    }
+}

@@ -1,0 +1,141 @@
+import Dispatch
+import ExclusionShims
+import Synchronization
+
+// MARK: - Awaiting a condition, or submitting work that waits for one
+
+extension _Engine {
+    /// Runs `body` with the state held exclusively once `condition` holds, suspending until then.
+    /// Throws `TimeoutError` past `timeout` and `CancellationError` if the task is cancelled before
+    /// `body` starts; either way `body` doesn't run.
+    nonisolated(nonsending) func awaitExclusively<R: Sendable>(
+        attempting attempted: String, when condition: @Sendable (State) -> Bool, timeout: Duration?,
+        _ body: @Sendable (inout sending State) throws -> R
+    ) async throws -> R {
+        let limit = timeout.map(_TimeLimit.init)
+        let thread = _CurrentThread()
+        checkNotInside(thread, attempting: attempted)
+        try Task.checkCancellation()
+        if let outbox = tryTakeExclusively(thread) {
+            if condition(_state.pointee) {
+                defer { releaseExclusively(thread, outbox) }
+                return try body(&_state.pointee)
+            }
+            releaseExclusively(thread, outbox)
+        }
+        return try await _awaitCondition(condition, limit, body)
+    }
+
+    /// Runs `body` with the state held once `condition` holds, suspending until then: shared if it
+    /// holds at once, otherwise exclusively once an exclusive access made it hold. Throws as
+    /// `awaitExclusively`.
+    nonisolated(nonsending) func awaitShared<R: Sendable>(
+        attempting attempted: String, when condition: @Sendable (State) -> Bool, timeout: Duration?,
+        _ body: @Sendable (State) throws -> R
+    ) async throws -> R {
+        let limit = timeout.map(_TimeLimit.init)
+        let thread = _CurrentThread()
+        checkNotInside(thread, attempting: attempted)
+        try Task.checkCancellation()
+        if let ticket = tryTakeShared(thread) {
+            if condition(_state.pointee) { return try _runShared(thread, holding: ticket, body) }
+            _lock.unlockShared(ticket)
+        }
+        return try await _awaitCondition(condition, limit) { (state: inout sending State) throws -> R in
+            try body(state)
+        }
+    }
+
+    nonisolated(nonsending) func _awaitCondition<R: Sendable>(
+        _ condition: @Sendable (State) -> Bool, _ limit: _TimeLimit?, observer: Bool = false,
+        _ body: @Sendable (inout sending State) throws -> R
+    ) async throws -> R {
+        let result: Result<R, any Error> = await withoutActuallyEscaping(condition) { condition in
+            await withoutActuallyEscaping(body) { body in
+                let waiter = _Waiter<State>(job: condition, observer: observer)
+                return await withTaskCancellationHandler {
+                    await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<R, any Error>, Never>) in
+                        let failure = _waitList.arm(
+                            waiter,
+                            run: { state, deliveries in
+                                if let since = waiter.profiledSince {
+                                    self._record(.condition, at: .none, since: since)
+                                }
+                                let result: Result<R, any Error>
+                                do { result = .success(try body(&state)) } catch { result = .failure(error) }
+                                deliveries.runAfterRelease { continuation.resume(returning: result) }
+                            },
+                            fail: { error in continuation.resume(returning: .failure(error)) })
+                        if let failure {
+                            continuation.resume(returning: .failure(failure))
+                        } else {
+                            _enqueue(waiter, limit, profiled: !observer && _Contention.isOn)
+                        }
+                    }
+                } onCancel: {
+                    _waitList.cancel(waiter)
+                }
+            }
+        }
+        return try result.get()
+    }
+
+    /// Runs `body` with the state held exclusively once `condition` holds, later, and delivers its
+    /// result on `queue`, or a `TimeoutError` past `timeout` without running it.
+    func submit<R: Sendable>(
+        when condition: @escaping @Sendable (State) -> Bool, timeout: Duration?,
+        _ body: @escaping @Sendable (inout sending State) throws -> R, deliverOn queue: DispatchQueue,
+        completion: @escaping @Sendable (Result<R, any Error>) -> Void
+    ) {
+        let limit = timeout.map(_TimeLimit.init)
+        let waiter = _Waiter<State>(job: condition)
+        _ = _waitList.arm(
+            waiter, run: _delivering(body, on: queue, to: completion),
+            fail: { error in queue.async { completion(.failure(error)) } })
+        _enqueue(waiter, limit)
+    }
+
+    /// Puts a set-up waiter in line: in its turn, with the state held exclusively, it runs if its
+    /// condition holds, and otherwise joins the wait list. A timer abandons it at `limit`, wherever
+    /// it is by then.
+    ///
+    /// With `profiled` (a contention profile runs, and the access is not an observer), the wait for the
+    /// turn is recorded as a task's wait for the lock if the condition then holds, and the whole
+    /// wait as a wait for the condition if it doesn't.
+    private func _enqueue(_ waiter: _Waiter<State>, _ limit: _TimeLimit?, profiled: Bool = false) {
+        if let limit { _waitList.startTimer(for: waiter, limit, label: label) }
+        guard profiled else {
+            return _enqueue(
+                .closure(isShared: false) { deliveries in
+                    if let run = self._waitList.check(waiter, self._state) { run(&self._state.pointee, &deliveries) }
+                })
+        }
+        let start = _lockWaitBegins(at: .none)
+        _enqueue(
+            .closure(isShared: false) { deliveries in
+                self._releaseWork.profiledWaiterLeaves()
+                if let run = self._waitList.check(waiter, self._state) {
+                    self._recordWait(.suspendedTask, at: .none, since: start)
+                    run(&self._state.pointee, &deliveries)
+                } else {
+                    waiter.profiledSince = start
+                }
+            })
+    }
+
+}
+
+// MARK: - Shared access without waiting
+
+extension _Engine {
+    /// Runs `body` with the state held shared if no exclusive access holds it or waits for it; nil
+    /// otherwise. Work submitted earlier counts as an exclusive access waiting: if there is some,
+    /// `body` runs after it under exclusive access if that can be had at once.
+    @usableFromInline
+    func sharedIfAvailable<R, E: Error>(_ thread: _CurrentThread, _ body: (State) throws(E) -> R) throws(E) -> R? {
+        if let ticket = tryTakeShared(thread) { return try _runShared(thread, holding: ticket, body) }
+        guard _backlog.hasPending, let outbox = tryTakeExclusively(thread) else { return nil }
+        defer { releaseExclusively(thread, outbox) }
+        return try body(_state.pointee)
+    }
+}

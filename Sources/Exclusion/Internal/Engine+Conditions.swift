@@ -1,0 +1,215 @@
+import Dispatch
+import ExclusionShims
+import Synchronization
+
+// MARK: - Backing off for a granted waiter
+
+extension _Engine {
+    /// Called with the lock just taken while the state is promised to a granted waiter: lets go
+    /// until that waiter has run, then takes the lock again. The waiter was woken already, so this
+    /// lasts a thread wake-up; meanwhile this thread lends the waiter its priority where locks
+    /// lend priority (`exclusion_wait_for_change`). Returns false, not holding the lock, if
+    /// `deadline` passed first.
+    @usableFromInline
+    func _backOffForGrantee(before deadline: _Deadline?) -> Bool {
+        repeat {
+            let ended = _waitList.grantToWaitFor()
+            let grantee = EXCLUSION_OWNED_LOCK != 0 && ended != nil ? _waitList.granteeThread : nil
+            // Waited for without the lock, so that the grantee finds the lock free.
+            _lock.unlockExclusive()
+            if let ended {
+                let changed = exclusion_wait_for_change(
+                    _waitList._grantsWord, ended, deadline?.nanoseconds ?? 0, grantee ?? pthread_self(),
+                    grantee == nil ? 0 : 1)
+                guard changed != 0 else { return false }
+            }
+            if let deadline {
+                guard _lock.lockExclusive(before: deadline) else { return false }
+            } else {
+                _lock.lockExclusive()
+            }
+        } while _waitList.isReserved
+        return true
+    }
+}
+
+// MARK: - Blocking until a condition holds
+
+extension _Engine {
+    /// Takes the state exclusively once `condition` holds, blocking the thread until then, and
+    /// returns the outbox for the access. Throws `TimeoutError` past `limit`, not holding it,
+    /// whatever it was waiting for: the lock, a granted waiter, or the condition.
+    @inlinable
+    func waitExclusively(
+        _ thread: _CurrentThread, until condition: @Sendable (State) -> Bool, limit: _TimeLimit?,
+        file: StaticString, line: UInt
+    ) throws(TimeoutError) -> Outbox {
+        // The entry is noted once the condition holds: until then, this access holds nothing.
+        let held: Outbox?
+        if let limit {
+            held = _takeExclusively(thread, before: limit.deadline, file: file, line: line)
+        } else {
+            held = takeExclusively(thread, file: file, line: line, notingEntry: false)
+        }
+        guard let outbox = held else { throw limit!.error(on: label, waitingFor: .stateHeld) }
+        if condition(_state.pointee) {
+            if _watchesWaits { _noteEntry(file: file, line: line) }
+            return outbox
+        }
+        return try _waitForCondition(thread, until: condition, limit: limit, file: file, line: line, outbox)
+    }
+
+    /// The rest of `takeExclusively(_:when:limit:file:line:)` once the condition was false: out of
+    /// line, so that an access whose condition holds costs what a plain access does.
+    ///
+    /// Before it sleeps, the thread spins (the back-off's spin, `ExclusionShims.h`), letting go of
+    /// the state and checking again now and then. Going to sleep and being woken costs more than
+    /// the spin, and the change a waiter needs is often a few instructions away on another thread
+    /// (a consumer that takes one item from a full queue). Each check takes the lock, so the spin
+    /// looks only every `_spinHintsPerLook` hints, leaving the lock free for the thread it waits
+    /// for. The checks happen before the access joins the wait list, so they change nothing about
+    /// the order in which waiters are served.
+    @usableFromInline
+    func _waitForCondition(
+        _ thread: _CurrentThread, until condition: @Sendable (State) -> Bool, limit: _TimeLimit?,
+        file: StaticString, line: UInt, _ outbox: Outbox
+    ) throws(TimeoutError) -> Outbox {
+        guard _Contention.isOn else {
+            return try _spinThenBlock(
+                thread, until: condition, limit: limit, file: file, line: line, outbox)
+        }
+        // Profiled: from the condition found false until it holds, a wait for the program's state.
+        // A wait that timed out is recorded too: it waited as long as any.
+        let start = _lockWaitBegins(at: _Site(file, line), forTheLock: false)
+        defer { _record(.condition, at: _Site(file, line), since: start) }
+        return try _spinThenBlock(
+            thread, until: condition, limit: limit, file: file, line: line, outbox)
+    }
+
+    /// `_waitForCondition` itself.
+    private func _spinThenBlock(
+        _ thread: _CurrentThread, until condition: @Sendable (State) -> Bool, limit: _TimeLimit?,
+        file: StaticString, line: UInt, _ outbox: Outbox
+    ) throws(TimeoutError) -> Outbox {
+        var outbox = outbox
+        var backoff = exclusion_backoff()
+        var spinning = true
+        while spinning {
+            // The spin happens with the state let go of, so that the access it waits for can run.
+            releaseExclusively(thread, outbox)
+            spinning = exclusion_backoff_spin_hints(&backoff, Self._spinHintsPerLook) != 0
+            guard let again = _takeExclusively(thread, before: limit?.deadline, file: file, line: line) else {
+                throw limit!.error(on: label, waitingFor: .stateHeld)
+            }
+            outbox = again
+            if condition(_state.pointee) {
+                if _watchesWaits { _noteEntry(file: file, line: line) }
+                return outbox
+            }
+        }
+        let held = outbox
+        let result: Result<Outbox, TimeoutError> = withoutActuallyEscaping(condition) { condition in
+            Result { () throws(TimeoutError) -> Outbox in
+                try _block(thread, until: condition, limit: limit, file: file, line: line, held)
+            }
+        }
+        return try result.get()
+    }
+
+    /// How many spin hints a blocked conditional wait gives between two looks at its condition.
+    @usableFromInline static var _spinHintsPerLook: UInt32 { UInt32(EXCLUSION_BACKOFF_SPINS / 4) }
+
+    /// Joins the wait list and sleeps until a release finds the condition true, then takes the
+    /// state back and checks again; waits again if another access took what it waited for.
+    private func _block(
+        _ thread: _CurrentThread, until condition: @escaping @Sendable (State) -> Bool, limit: _TimeLimit?,
+        file: StaticString, line: UInt, _ outbox: Outbox
+    ) throws(TimeoutError) -> Outbox {
+        let waiter = _Waiter<State>(thread: condition)
+        _waitList.enqueue(waiter)
+        // Others may need serving (the access ran what was submitted before it), but not this one.
+        _serveWaitersAndUnlock(thread, outbox, skipping: waiter)
+        let semaphore = waiter.semaphore!
+        // Reported once if it lasts past the stuck-wait threshold, then waited for as asked.
+        var reportAt = _watchesWaits ? _Deadline(after: _StuckWait.threshold!) : nil
+        while true {
+            if let stuck = reportAt, limit.map({ stuck < $0.deadline }) ?? true {
+                if semaphore.wait(timeout: stuck.dispatchTime) == .timedOut {
+                    _reportStuck(waitingFor: "for its condition to hold, on", file: file, line: line)
+                    reportAt = nil
+                    continue
+                }
+            } else if let limit {
+                if semaphore.wait(timeout: limit.deadline.dispatchTime) == .timedOut {
+                    if _waitList.timeOut(waiter) { throw limit.error(on: label, waitingFor: .conditionFalse) }
+                    semaphore.wait()  // a wake-up was sent before the timeout took effect
+                }
+            } else {
+                semaphore.wait()
+            }
+            guard let outbox = _retake(thread, waiter, before: limit?.deadline) else {
+                _giveUp(waiter)
+                throw limit!.error(on: label, waitingFor: .stateHeld)
+            }
+            if _waitList.stillHolds(condition, _state.pointee) {
+                _waitList.leave(waiter)
+                if _watchesWaits { _noteEntry(file: file, line: line) }
+                return outbox
+            }
+            if let limit, limit.deadline.hasPassed {
+                _waitList.leave(waiter)
+                releaseExclusively(thread, outbox)
+                throw limit.error(on: label, waitingFor: .conditionFalse)
+            }
+            _waitList.waitAgain(waiter)
+            _serveWaitersAndUnlock(thread, outbox, skipping: waiter)
+        }
+    }
+
+    /// After a wake-up: takes the lock by `deadline` and, unless the state is promised to this
+    /// waiter, backs off for the waiter it is promised to; then enters. Nil, not holding the state,
+    /// if the deadline passed first.
+    private func _retake(_ thread: _CurrentThread, _ waiter: _Waiter<State>, before deadline: _Deadline?) -> Outbox? {
+        if let deadline {
+            guard _lock.lockExclusive(before: deadline) else { return nil }
+        } else {
+            _lock.lockExclusive()
+        }
+        if !_waitList.takeGrant(waiter), _waitList.isReserved, !_backOffForGrantee(before: deadline) { return nil }
+        return _enteredExclusively(thread)
+    }
+
+    /// A woken or granted waiter that couldn't take the state back in time leaves the line. The
+    /// release that woke it checked no other blocked thread (or promised the state to it), so an
+    /// empty exclusive access is queued, whose release checks the others in its place.
+    private func _giveUp(_ waiter: _Waiter<State>) {
+        _waitList.leave(waiter)
+        if _waitList.rechecksForAThreadThatGaveUp { _enqueue(.plain { _ in }) }
+    }
+
+    /// Runs `body` with the state held shared once `condition` holds, blocking until then: shared
+    /// if it holds at once, otherwise exclusively once an exclusive access made it hold.
+    func shared<R>(
+        _ thread: _CurrentThread, when condition: @Sendable (State) -> Bool, limit: _TimeLimit?,
+        file: StaticString, line: UInt, _ body: (State) throws -> R
+    ) throws -> R {
+        if !_backlog.hasPending {
+            let ticket: Lock.SharedTicket
+            if let limit {
+                guard let timed = _lock.lockShared(thread: thread.index, before: limit.deadline) else {
+                    throw limit.error(on: label, waitingFor: .stateHeld)
+                }
+                ticket = timed
+            } else {
+                ticket =
+                    _lock.lockSharedQuickly(thread: thread.index)
+                    ?? _takeSharedContended(thread, file: file, line: line)
+            }
+            if condition(_state.pointee) { return try _runShared(thread, holding: ticket, body) }
+            _lock.unlockShared(ticket)
+        }
+        let outbox = try waitExclusively(thread, until: condition, limit: limit, file: file, line: line)
+        defer { releaseExclusively(thread, outbox, file: file, line: line) }
+        return try body(_state.pointee)
+    }
+}

@@ -1,0 +1,140 @@
+import Dispatch
+import Synchronization
+
+// MARK: - Awaited access
+
+extension _Engine {
+    /// Takes the state shared if nothing is pending and no exclusive access holds the lock; nil if
+    /// that would mean waiting. The first half of an awaited shared access.
+    @inlinable @inline(__always)
+    func tryTakeShared(_ thread: _CurrentThread) -> Lock.SharedTicket? {
+        guard !_backlog.hasPending else { return nil }
+        return _lock.tryLockShared(thread: thread.index)
+    }
+
+    /// Runs `body` with the state held exclusively: at once on this thread if the lock is free
+    /// (after running what was submitted earlier), otherwise in its turn while the task is
+    /// suspended. Inlined into the public accessor, so that its first half costs what a
+    /// synchronous access does.
+    @inlinable @inline(__always)
+    nonisolated(nonsending) func awaitExclusively<R: Sendable, E: Error>(
+        attempting attempted: String, at site: _Site = .none, _ body: @Sendable (inout sending State) throws(E) -> R
+    ) async throws(E) -> R {
+        let thread = _CurrentThread()
+        checkNotInside(thread, attempting: attempted)
+        if let deliveries = tryTakeExclusively(thread) {
+            defer { releaseExclusively(thread, deliveries) }
+            return try body(&_state.pointee)
+        }
+        return try await _awaitTurn(isShared: false, at: site, body)
+    }
+
+    /// Runs `body` with the state held shared: at once on this thread if nothing is pending and no
+    /// exclusive access holds the lock, otherwise in its turn while the task is suspended.
+    @inlinable @inline(__always)
+    nonisolated(nonsending) func awaitShared<R: Sendable, E: Error>(
+        attempting attempted: String, at site: _Site = .none, _ body: @Sendable (State) throws(E) -> R
+    ) async throws(E) -> R {
+        let thread = _CurrentThread()
+        checkNotInside(thread, attempting: attempted)
+        if let ticket = tryTakeShared(thread) { return try _runShared(thread, holding: ticket, body) }
+        return try await _awaitTurn(isShared: true, at: site) { (state: inout sending State) throws(E) -> R in
+            try body(state)
+        }
+    }
+
+    @usableFromInline
+    nonisolated(nonsending) func _awaitTurn<R: Sendable, E: Error>(
+        isShared: Bool, at site: _Site = .none, _ body: @Sendable (inout sending State) throws(E) -> R
+    ) async throws(E) -> R {
+        let result: Result<R, E> = await withoutActuallyEscaping(body) { body in
+            await withUnsafeContinuation { continuation in
+                let turn = _Turn(body: body, continuation: continuation)
+                guard _Contention.isOn else {
+                    return _enqueue(
+                        .closure(isShared: isShared) { deliveries in turn.run(&self._state.pointee, &deliveries) })
+                }
+                // Profiled: the wait lasts until the turn runs, with the state held.
+                let start = _lockWaitBegins(at: site)
+                _enqueue(
+                    .closure(isShared: isShared) { deliveries in
+                        self._releaseWork.profiledWaiterLeaves()
+                        self._recordWait(.suspendedTask, at: site, since: start, exclusively: !isShared)
+                        turn.run(&self._state.pointee, &deliveries)
+                    })
+            }
+        }
+        return try result.get()
+    }
+}
+
+// MARK: - Asynchronous access
+
+extension _Engine {
+    /// Runs `body` with the state held exclusively, later.
+    @inlinable
+    func submit(_ body: @escaping Plain) {
+        _enqueue(.plain(body))
+    }
+
+    /// Runs `body` with the state held shared, later, and delivers its result on `queue`.
+    func submitShared<R: Sendable>(
+        deliverOn queue: DispatchQueue, _ body: @escaping @Sendable (State) throws -> R,
+        completion: @escaping @Sendable (Result<R, any Error>) -> Void
+    ) {
+        _enqueue(
+            .closure(isShared: true) { deliveries in
+                let result = Result { () throws(any Error) -> R in try body(self._state.pointee) }
+                deliveries.post(on: queue) { completion(result) }
+            })
+    }
+
+    /// Runs `body` with the state held exclusively, later, and delivers its result on `queue`.
+    func submit<R: Sendable>(
+        deliverOn queue: DispatchQueue, _ body: @escaping @Sendable (inout sending State) throws -> R,
+        completion: @escaping @Sendable (Result<R, any Error>) -> Void
+    ) {
+        let run = _delivering(body, on: queue, to: completion)
+        _enqueue(.closure(isShared: false) { deliveries in run(&self._state.pointee, &deliveries) })
+    }
+
+    /// `body` as a job that runs it on the state and delivers what it returned or threw to
+    /// `completion` on `queue`, once the state is released.
+    func _delivering<R: Sendable>(
+        _ body: @escaping @Sendable (inout sending State) throws -> R, on queue: DispatchQueue,
+        to completion: @escaping @Sendable (Result<R, any Error>) -> Void
+    ) -> @Sendable (inout sending State, inout Outbox) -> Void {
+        { state, deliveries in
+            let result: Result<R, any Error>
+            do { result = .success(try body(&state)) } catch { result = .failure(error) }
+            deliveries.post(on: queue) { completion(result) }
+        }
+    }
+
+    /// Puts `job` in the backlog, and schedules a drain if none is.
+    @usableFromInline
+    func _enqueue(_ job: _Backlog<Plain>.Job) {
+        if let queue = _backlog.submit(job, label: label) {
+            queue.async { self._drain() }
+        }
+    }
+
+    /// Runs the backlog a batch at a time, letting synchronous callers in between batches: leading
+    /// shared jobs together under shared access, anything else under exclusive access.
+    private func _drain() {
+        let thread = _CurrentThread()
+        repeat {
+            if Lock.sharesAccess, _backlog.nextIsShared() == true {
+                // If a synchronous access takes these jobs first, this batch is just empty.
+                let ticket = _lock.lockShared(thread: thread.index)
+                thread.enter(self, .shared)
+                var deliveries = Outbox()
+                _backlog.runLeadingShared(&deliveries, apply: _apply)
+                thread.leave()
+                _releaseShared(ticket, deliveries)
+            } else {
+                releaseExclusively(thread, takeExclusively(thread, profiled: false))
+            }
+        } while !_backlog.finishDrain()
+    }
+}
