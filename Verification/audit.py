@@ -73,6 +73,41 @@ PLANTS = {
         "for row in rows {",
         ["ContentionProfileTests"],
     ),
+    "wait-signal-only": (
+        "releases never check conditions: a waiter needs a signal nobody sends (a lost wake-up)",
+        "Sources/Exclusion/Internal/Engine+Access.swift",
+        "serving: while _releaseWork.hasSleepers {",
+        "serving: while false, _releaseWork.hasSleepers {",
+        ["WaitingTests"],
+    ),
+    "wait-no-recheck": (
+        "a woken thread runs its body without checking its condition again",
+        "Sources/Exclusion/Internal/Engine+Conditions.swift",
+        "            if condition(_state.pointee) {\n                _waitList.leave(waiter)",
+        "            if true || condition(_state.pointee) {\n                _waitList.leave(waiter)",
+        ["WaitingTests"],
+    ),
+    "wait-forget-cancelled": (
+        "a cancelled awaited access stays in line",
+        "Sources/Exclusion/Internal/WaitList.swift",
+        "    func cancel(_ waiter: _Waiter<State>) {\n        abandon(waiter, with: CancellationError())",
+        "    func cancel(_ waiter: _Waiter<State>) {\n        _ = waiter",
+        ["WaitingTests"],
+    ),
+    "wait-no-grant": (
+        "a blocked thread is never granted the state, however often it loses it",
+        "Sources/Exclusion/Internal/WaitLine.swift",
+        "static var lossesBeforeGrant: Int { 2 }",
+        "static var lossesBeforeGrant: Int { .max }",
+        ["WaitingTests"],
+    ),
+    "wait-give-up-strands": (
+        "a woken thread that gives up leaves the other waiters unchecked",
+        "Sources/Exclusion/Internal/Engine+Conditions.swift",
+        "        _enqueue(.plain { _ in })",
+        "        _ = 0",
+        ["GivingUpTests"],
+    ),
 }
 
 

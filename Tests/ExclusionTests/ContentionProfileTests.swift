@@ -104,16 +104,19 @@ private let file = "ExclusionTests/ContentionProfileTests.swift"
 @Suite("Contention profile", .serialized, .timeLimit(.minutes(10)))
 struct ContentionProfileTests {
     /// Whether the report shows the known workload: the hot instance, its waiter's and holder's
-    /// sites, and a total wait within 20 % of the holds; nothing for the cold one.
-    private func showsTheKnownWorkload(_ report: ContentionReport, hot: String, cold: String) -> Bool {
+    /// sites, and a total wait of at least most of the holds and at most what the waiter measured
+    /// itself (which a busy machine lengthens, and the hold doesn't); nothing for the cold one.
+    private func showsTheKnownWorkload(
+        _ report: ContentionReport, hot: String, cold: String, measured: Duration
+    ) -> Bool {
         let known = Duration.milliseconds(holdMilliseconds * rounds)
         guard let instance = report.instances.first(where: { $0.label == hot }) else { return false }
         let waited = instance.totalWait
         return report.instances.allSatisfy { $0.label != cold }
             && instance.type == "Exclusive<Int>"
             && instance.contentions == rounds
-            && waited >= known * 0.8 && waited <= known * 1.2
-            && instance.maxWait <= .milliseconds(holdMilliseconds) * 1.5
+            && waited >= known * 0.8 && waited <= measured
+            && instance.maxWait <= measured
             && instance.waiters.map(\.site) == [
                 ContentionReport.Site(file: file, line: waiterLine.load(ordering: .relaxed))
             ]
@@ -126,7 +129,7 @@ struct ContentionProfileTests {
         let (hot, cold) = (unique("hot"), unique("cold"))
         let (report, measured) = try await knownWorkload(
             hot: Exclusive(0, label: hot), cold: Exclusive(0, label: cold))
-        #expect(showsTheKnownWorkload(report, hot: hot, cold: cold), "\(report)")
+        #expect(showsTheKnownWorkload(report, hot: hot, cold: cold, measured: measured), "\(report)")
         // The profile's wait is the waiter's own, less what the access does besides waiting.
         let waited = report.instances.first { $0.label == hot }?.totalWait ?? .zero
         #expect(waited <= measured && waited >= measured * 0.9, "profile \(waited), measured \(measured)")
@@ -138,8 +141,9 @@ struct ContentionProfileTests {
     @Test(arguments: PlantedBug.allCases)
     func theCheckCatchesAPlantedBug(_ bug: PlantedBug) async throws {
         let (hot, cold) = (unique("hot"), unique("cold"))
-        let (report, _) = try await knownWorkload(hot: Exclusive(0, label: hot), cold: Exclusive(0, label: cold))
-        #expect(!showsTheKnownWorkload(broken(report, bug.plant), hot: hot, cold: cold), "\(bug)")
+        let (report, measured) = try await knownWorkload(hot: Exclusive(0, label: hot), cold: Exclusive(0, label: cold))
+        #expect(showsTheKnownWorkload(report, hot: hot, cold: cold, measured: measured), "\(report)")
+        #expect(!showsTheKnownWorkload(broken(report, bug.plant), hot: hot, cold: cold, measured: measured), "\(bug)")
     }
 
     /// A task that awaits an instance a thread holds for a while, profiled.

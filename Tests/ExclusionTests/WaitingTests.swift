@@ -178,7 +178,8 @@ private func whileAnotherThreadIsInside(
     onNewThread {
         hold {
             entered.raise()
-            _ = leave.wait(timeout: progress)
+            // Until the check is done, however long that takes on a busy machine.
+            _ = leave.wait(timeout: workloadPatience)
         }
     }
     #expect(await eventually { entered.isRaised })
@@ -240,56 +241,21 @@ struct WaitingTests {
         #expect(await everyWaiterWakes(Exclusive(0, label: "items"), patience: progress))
     }
 
-    @Test func aVariantThatWaitsForASignalLosesWakeUps() async {
-        await withKnownIssue("releases don't check conditions: nobody wakes the waiters") {
-            #expect(await everyWaiterWakes(Exclusive(0, label: "items", faults: .signalOnly), patience: .seconds(1)))
-        }
-    }
-
     @Test func aBodyRunsOnlyWhileItsConditionHolds() async {
         #expect(await bodiesRunOnlyWhenTheirConditionHolds(Exclusive(0, label: "value")))
-    }
-
-    @Test func aVariantThatDoesNotCheckAgainRunsBodiesWhoseConditionIsFalse() async {
-        await withKnownIssue("a woken waiter runs without checking its condition again") {
-            #expect(
-                await bodiesRunOnlyWhenTheirConditionHolds(
-                    Exclusive(0, label: "value", faults: [.wakesEveryone, .noRecheck])))
-        }
     }
 
     @Test func aWokenThreadChecksItsConditionAgain() async {
         #expect(await wokenThreadsCheckAgain(Exclusive(0, label: "items")))
     }
 
-    @Test func aVariantWithoutTheRecheckRunsAWokenThreadOnNothing() async {
-        // Only the recheck is missing: releases still check conditions and wake one thread.
-        await withKnownIssue("the woken thread runs although the item it was woken for is gone") {
-            #expect(await wokenThreadsCheckAgain(Exclusive(0, label: "items", faults: .noRecheck)))
-        }
-    }
-
     @Test func aCancelledAwaitLeavesAtOnceAndLeavesNothing() async {
         #expect(await cancelledWaitsLeave(Exclusive(0, label: "value"), patience: progress))
-    }
-
-    @Test func aVariantThatForgetsCancelledWaitersKeepsThemWaiting() async {
-        await withKnownIssue("a cancelled waiter stays in line") {
-            #expect(
-                await cancelledWaitsLeave(Exclusive(0, label: "value", faults: .forgetCancelled), patience: .seconds(1))
-            )
-        }
     }
 
     @Test func aWaiterWhoseConditionBecameTrueIsNotStarved() async {
         // Found true, then lost twice to the stream; the third time the state is promised to it.
         #expect(await chancesBeforeAWaiterRuns(Exclusive(0, label: "items")) <= 4)
-    }
-
-    @Test func aVariantThatNeverGrantsLetsAStreamStarveTheWaiter() async {
-        await withKnownIssue("without the grant the rival takes the item first, every round") {
-            #expect(await chancesBeforeAWaiterRuns(Exclusive(0, label: "items", faults: .noGrant)) <= 4)
-        }
     }
 
     @Test func anAwaitedWaiterRunsInTheAccessThatMadeItsConditionTrue() async throws {

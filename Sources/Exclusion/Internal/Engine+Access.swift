@@ -145,8 +145,16 @@ extension _Engine {
         if _releaseWork.hasProfiledWaiters { _releaseWork.holder = _Site(file, line) }
         var deliveries = deliveries
         var woken: DispatchSemaphore?
-        while _releaseWork.hasSleepers, let run = _waitList.nextReady(_state, woken: &woken, skipping: joiner) {
-            run(&_state.pointee, &deliveries)
+        serving: while _releaseWork.hasSleepers {
+            switch _waitList.nextReady(_state, mayWake: woken == nil, skipping: joiner) {
+            case .nothing:
+                break serving
+            case .run(let run):
+                run?(&_state.pointee, &deliveries)
+            case .wake(let semaphore, let granted):
+                woken = semaphore
+                if granted { break serving }  // promised: nothing else may change the state first
+            }
         }
         _leaveAndUnlock(thread, deliveries)
         woken?.signal()

@@ -151,7 +151,7 @@ extension _Engine {
                 _giveUp(waiter)
                 throw limit!.error(on: label, waitingFor: .stateHeld)
             }
-            if _waitList.stillHolds(condition, _state.pointee) {
+            if condition(_state.pointee) {
                 _waitList.leave(waiter)
                 if _watchesWaits { _noteEntry(file: file, line: line) }
                 return outbox
@@ -184,7 +184,7 @@ extension _Engine {
     /// empty exclusive access is queued, whose release checks the others in its place.
     private func _giveUp(_ waiter: _Waiter<State>) {
         _waitList.leave(waiter)
-        if _waitList.rechecksForAThreadThatGaveUp { _enqueue(.plain { _ in }) }
+        _enqueue(.plain { _ in })
     }
 
     /// Runs `body` with the state held shared once `condition` holds, blocking until then: shared

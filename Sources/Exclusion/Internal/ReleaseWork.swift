@@ -36,8 +36,8 @@ final class _ReleaseWork: @unchecked Sendable {
 
     var sleepers: Int { word.load(ordering: .sequentiallyConsistent) & (Self.profiledWaiter - 1) }
     var hasSleepers: Bool { word.load(ordering: .relaxed) & (Self.profiledWaiter - 1) != 0 }
-    func sleeperArrives() { word.add(1, ordering: .relaxed) }
-    func sleeperLeaves() { word.subtract(1, ordering: .relaxed) }
+    func sleepersArrive(_ count: Int) { word.add(count, ordering: .relaxed) }
+    func sleepersLeave(_ count: Int) { word.subtract(count, ordering: .relaxed) }
 
     // MARK: - A contention profile's waiters
 
