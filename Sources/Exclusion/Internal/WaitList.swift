@@ -138,7 +138,9 @@ final class _WaitList<State>: @unchecked Sendable {
     /// granted the state, whose semaphore the caller signals once it has released the state, so
     /// that the thread doesn't wake only to wait for the lock. Blocked threads only if `mayWake`;
     /// `joiner` is a thread that has just joined after finding its condition false.
-    func nextReady(_ state: UnsafeMutablePointer<State>, mayWake: Bool, skipping joiner: _Waiter<State>?) -> _Served<State> {
+    func nextReady(
+        _ state: UnsafeMutablePointer<State>, mayWake: Bool, skipping joiner: _Waiter<State>?
+    ) -> _Served<State> {
         _mutate { $0.nextReady(state.pointee, mayWake: mayWake, skipping: joiner) }
     }
 }
