@@ -152,11 +152,14 @@ extension _WaitList {
     /// condition holds, returns its body to run now; otherwise it joins the list. Returns nil too
     /// if it was abandoned meanwhile.
     func check(_ waiter: _Waiter<State>, _ state: UnsafeMutablePointer<State>) -> _Waiter<State>.Job? {
-        if waiter.isObserver, _look(\.observationsEnded) {
-            abandon(waiter, with: _ObservationEnded())
-            return nil
+        // Under one lock with the joining, so that an observer can't join after observations ended.
+        let (run, ended): (_Waiter<State>.Job?, Bool) = _mutate { line in
+            if waiter.isObserver, line.observationsEnded { return ((nil, true), _WaitEffects()) }
+            let (run, effects) = line.check(waiter, state.pointee)
+            return ((run, false), effects)
         }
-        return _mutate { $0.check(waiter, state.pointee) }
+        if ended { abandon(waiter, with: _ObservationEnded()) }
+        return run
     }
 
     /// Ends a pending or waiting awaited or asynchronous access without running it, delivering
