@@ -49,14 +49,22 @@ enum _Contention {
     /// The most distinct rows one stripe keeps; waits for more are counted as dropped.
     static let rowsPerStripe = 4_096
 
-    private final class _StripeLock: Sendable {
-        let stripe = Mutex(_ContentionRows())
+    /// Exclusion's own lock, not `Mutex`, whose futex ThreadSanitizer can't see.
+    private final class _StripeLock: @unchecked Sendable {
+        // @unchecked: `rows` is only touched with `lock` held.
+        private let lock = _Lock()
+        private var rows = _ContentionRows()
+        func withLock<R>(_ body: (inout _ContentionRows) -> R) -> R {
+            lock.lock()
+            defer { lock.unlock() }
+            return body(&rows)
+        }
     }
 
     /// Whether a profile runs; a hint, read without ordering.
     @usableFromInline static var isOn: Bool { generation.load(ordering: .relaxed) != 0 }
 
-    /// Monotonic nanoseconds, the clock every wait is timed with.
+    /// Monotonic nanoseconds (`Deadline.swift`'s clock), what every wait is timed with.
     @usableFromInline static func now() -> UInt64 { exclusion_monotonic_now() }
 
     /// Adds a wait of `nanoseconds` to the running profile, if one runs and samples it; `names`
@@ -65,7 +73,7 @@ enum _Contention {
         let running = generation.load(ordering: .acquiring)
         guard running != 0 else { return }
         let every = sampleEvery.load(ordering: .relaxed)
-        stripes[Int(_CurrentThread().index) % stripes.count].stripe.withLock { stripe in
+        stripes[Int(_CurrentThread().index) % stripes.count].withLock { stripe in
             guard generation.load(ordering: .relaxed) == running else { return }  // stopped meanwhile
             if stripe.generation != running { stripe = _ContentionRows(generation: running) }
             stripe.add(key, nanoseconds: nanoseconds, sampleEvery: every, names: names)
@@ -86,7 +94,7 @@ enum _Contention {
         _ = generation.compareExchange(expected: running, desired: 0, ordering: .acquiringAndReleasing)
         var merged = _ContentionRows(generation: running)
         for stripe in stripes {
-            stripe.stripe.withLock { stripe in
+            stripe.withLock { stripe in
                 guard stripe.generation == running else { return }
                 merged.merge(stripe)
                 stripe = _ContentionRows()
@@ -96,13 +104,10 @@ enum _Contention {
     }
 }
 
-/// The rows of one stripe of a profile (`generation`), or all of them merged.
+/// The rows of one stripe of a profile (`generation`), or all of them merged; `seen` counts waits
+/// sampled or not, and `dropped` the sampled ones that found no room.
 struct _ContentionRows {
-    var generation: UInt64 = 0
-    /// Waits seen, sampled or not, to pick one in `sampleEvery`.
-    var seen = 0
-    /// Sampled waits that found no room.
-    var dropped = 0
+    var generation: UInt64 = 0, seen = 0, dropped = 0
     var rows: [_ContentionKey: ContentionReport.Row] = [:]
 
     /// Adds a wait of `nanoseconds` to `key`'s row, if it is one of those sampled.
@@ -123,13 +128,11 @@ struct _ContentionRows {
         rows[key]!.longest = max(rows[key]!.longest, waited)
     }
 
-    /// Adds another stripe's rows to these.
     mutating func merge(_ other: _ContentionRows) {
         dropped += other.dropped
         rows.merge(other.rows) { one, other in
             var sum = one
-            sum.count += other.count
-            sum.nanoseconds += other.nanoseconds
+            (sum.count, sum.nanoseconds) = (one.count + other.count, one.nanoseconds + other.nanoseconds)
             sum.longest = max(one.longest, other.longest)
             return sum
         }
