@@ -372,7 +372,9 @@ struct WaitingTests {
     }
 
     @Test func producersAndConsumersMoveEveryItemOnce() async {
-        // A bounded queue on conditional access alone, from both kinds of caller at once.
+        // A bounded queue on conditional access alone, from both kinds of caller at once. Every
+        // wait has a limit, and a loop stops at its first timeout: a wake-up lost fails the test
+        // in seconds instead of leaving the group waiting.
         let queue = Exclusive([Int](), label: "queue")
         let capacity = 8
         let perProducer = 2_000
@@ -382,9 +384,10 @@ struct WaitingTests {
                 group.addTask {
                     await onItsOwnThread {
                         for item in 0..<perProducer {
-                            try? queue.access(when: { $0.count < capacity }) {
+                            let put: Void? = try? queue.access(when: { $0.count < capacity }, timeout: patience) {
                                 $0.append(producer * perProducer + item)
                             }
+                            if put == nil { break }
                         }
                     }
                 }
@@ -392,17 +395,20 @@ struct WaitingTests {
             group.addTask {
                 await onItsOwnThread {
                     for _ in 0..<perProducer {
-                        if let item = try? queue.access(when: { !$0.isEmpty }, { $0.removeFirst() }) {
-                            consumed.record(item)
-                        }
+                        guard
+                            let item = try? queue.access(when: { !$0.isEmpty }, timeout: patience, { $0.removeFirst() })
+                        else { break }
+                        consumed.record(item)
                     }
                 }
             }
             group.addTask {
                 for _ in 0..<perProducer {
-                    if let item = try? await queue.access(when: { !$0.isEmpty }, { $0.removeFirst() }) {
-                        consumed.record(item)
-                    }
+                    guard
+                        let item = try? await queue.access(
+                            when: { !$0.isEmpty }, timeout: patience, { $0.removeFirst() })
+                    else { break }
+                    consumed.record(item)
                 }
             }
         }
