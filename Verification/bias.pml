@@ -1,5 +1,6 @@
 /*
- * The read bias of exclusion_rwlock (Sources/ExclusionShims/ExclusionReadersWriterLock.{h,c}) as a
+ * The read bias of exclusion_rwlock (Sources/ExclusionShims/ExclusionReadersWriterLock.{h,c}, and
+ * ExclusionReadersWriterUnderlying.c for the slow path and the writer's wait for the slots) as a
  * Promela model, for Spin: the BRAVO protocol on top of a readers-writer lock that is assumed
  * correct (modelled as two counters changed atomically).
  *

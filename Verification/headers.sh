@@ -2,7 +2,7 @@
 # Compiles the package's C files where `swift build` here never sends them: against libxml2 versions
 # other than this machine's, and for Apple platforms. Warnings are errors. See README.md here.
 #
-# - DocumentsXML.c against libxml2 2.9 (this machine's, and the line Apple's SDKs ship), 2.12 (whose
+# - Sources/DocumentsXML/*.c against libxml2 2.9 (this machine's, and the line Apple's SDKs ship), 2.12 (whose
 #   error handler takes a `const xmlError *`) and 2.14 (which deprecates what the parser used): the
 #   newer headers come from PyPI's lxml wheels, which carry the libxml2 they bundle.
 # - Every C file of the package for arm64-apple-macos15, x86_64-apple-macos15 and arm64-apple-ios18,
@@ -41,13 +41,13 @@ libxml_from_lxml() {
 
 echo "| compiled | result |"
 echo "|---|---|"
-xml=(-I "$root/Sources/DocumentsXML/include" "$root/Sources/DocumentsXML/DocumentsXML.c")
-check "DocumentsXML.c, libxml2 $(pkg-config --modversion libxml-2.0) (this machine's)" \
+xml=(-I "$root/Sources/DocumentsXML/include" "$root"/Sources/DocumentsXML/*.c)
+check "DocumentsXML/*.c, libxml2 $(pkg-config --modversion libxml-2.0) (this machine's)" \
     $(pkg-config --cflags libxml-2.0) "${xml[@]}"
 for lxml in 5.3.0 6.1.3; do
     includes=$(libxml_from_lxml "$lxml")
     libxml=$(sed -n 's/^#define LIBXML_DOTTED_VERSION "\(.*\)"/\1/p' "$includes/libxml/xmlversion.h")
-    check "DocumentsXML.c, libxml2 $libxml (lxml $lxml)" -I "$includes" "${xml[@]}"
+    check "DocumentsXML/*.c, libxml2 $libxml (lxml $lxml)" -I "$includes" "${xml[@]}"
 done
 
 # Every C file, for Apple targets. libxml2's headers are lxml 5.3.0's: this machine's are built
@@ -57,7 +57,7 @@ for target in arm64-apple-macos15 x86_64-apple-macos15 arm64-apple-ios18; do
     for file in "$root"/Sources/ExclusionShims/*.c; do
         check "$(basename "$file"), $target" "${apple[@]}" -I "$root/Sources/ExclusionShims/include" "$file"
     done
-    check "DocumentsXML.c, $target" "${apple[@]}" -I "$work/lxml-5.3.0/lxml/includes" "${xml[@]}"
+    check "DocumentsXML/*.c, $target" "${apple[@]}" -I "$work/lxml-5.3.0/lxml/includes" "${xml[@]}"
     check "CToolSupport.c, $target" "${apple[@]}" -I "$root/Sources/CToolSupport/include" \
         "$root/Sources/CToolSupport/CToolSupport.c"
     check "ExclusionLockTesting.c, $target" "${apple[@]}" -I "$root/Sources/ExclusionShims/include" \

@@ -1,11 +1,11 @@
 /*
- * exclusion_rwlock on Apple platforms (Sources/ExclusionShims/ExclusionReadersWriterLock.{h,c},
- * EXCLUSION_OWNED_LOCK) as a Promela model, for Spin: how writers sleep until the readers ahead of
- * them have left. `bias.pml` checks the read bias itself (announce, check, withdraw) under x86-TSO;
- * this model is about the sleeps and wake-ups the Apple design adds, and runs sequentially
- * consistent: every write in them is a locked instruction (a compare-and-swap, an exchange, an
- * atomic addition) or, for the writer's `readers = 0`, made while it holds `writers` and published
- * by that lock's release.
+ * exclusion_rwlock on Apple platforms (Sources/ExclusionShims/ExclusionReadersWriterLock.{h,c} and
+ * ExclusionReadersWriterUnderlying.c, EXCLUSION_OWNED_LOCK) as a Promela model, for Spin: how
+ * writers sleep until the readers ahead of them have left. `bias.pml` checks the read bias itself
+ * (announce, check, withdraw) under x86-TSO; this model is about the sleeps and wake-ups the Apple
+ * design adds, and runs sequentially consistent: every write in them is a locked instruction (a
+ * compare-and-swap, an exchange, an atomic addition) or, for the writer's `readers = 0`, made while
+ * it holds `writers` and published by that lock's release.
  *
  * Two readers, each with a slot of its own, read twice, each time through the bias if it holds and
  * the slow path (count in `readers` holding `writers`) otherwise, and may turn the bias back on
