@@ -78,6 +78,8 @@ ROWS = [
     ("Bank transfer, a notification per change (until delivered), speed-up over textbook", "Bank transfer",
      "peer: textbook transfer", "speedup", "—"),
     ("The same, 2 threads", "Bank transfer, 2 threads", "peer: textbook transfer, 2 threads", "speedup", "—"),
+    ("The floor of a change: the textbook's `async` and post over the Bank's post",
+     "floor: post the Bank's notification, as the Bank does", "floor: the textbook's async and post", "speedup", "—"),
     ("Bank transfer, one `changes` consumer and batched notifications (until both delivered), speed-up over textbook",
      "Bank transfer, one changes consumer, batched notifications", "peer: textbook transfer", "speedup", "≥ 5×"),
     ("The same, 2 threads", "Bank transfer, one changes consumer, batched notifications, 2 threads",
@@ -128,6 +130,9 @@ PER_THOUSAND = {
 SINGLES = [
     ("1M accounts: `totalBalance(deliverOn:)` to completion", "Bank totalBalance(deliverOn:) to completion, 1M accounts"),
     ("1M accounts: one balance read", "Bank balance read, 1M accounts"),
+    ("One post of the Bank's notification, as the Bank posts it", "floor: post the Bank's notification, as the Bank does"),
+    ("The same with a userInfo per post", "floor: post the Bank's notification, a userInfo per post"),
+    ("The textbook's `async` and post of one change", "floor: the textbook's async and post"),
     ("The peer's storing alone: inserting 2,000 parsed files in one transaction (ms)",
      "peer's storing alone: insert 2000 parsed files in one transaction"),
     ("In memory, labelled as such: import of 2,000 files into `DocumentManager()` (ms)",

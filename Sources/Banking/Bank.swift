@@ -218,10 +218,7 @@ public final class Bank: Sendable {
             let count = batch.count
             switch changeNotifications {
             case .eachChange:
-                for change in batch {
-                    NotificationCenter.default.post(
-                        name: Bank.accountDidChangeNotification, object: self, userInfo: [Bank.changeKey: change])
-                }
+                postEach(batch)
             case .batched:
                 NotificationCenter.default.post(
                     name: Bank.accountsDidChangeNotification, object: self, userInfo: [Bank.changesKey: batch])
@@ -229,5 +226,24 @@ public final class Bank: Sendable {
             announcer.didAnnounce(count)
         }
         if posted { notificationQueue.async { self.announceChanges() } }
+    }
+
+    /// Posts one ``accountDidChangeNotification`` for each change of `batch`, in order.
+    ///
+    /// Most of a post's cost is `NotificationCenter`'s own, so the bank saves what it can of the
+    /// rest: one `Notification` serves the whole batch, and each change replaces the one value of
+    /// its `userInfo` in place, without a new dictionary, key or notification per change. Observers
+    /// get their own copy as ever: one that keeps a notification keeps the change it was posted
+    /// with, as the next replacement copies the dictionary first.
+    private func postEach(_ batch: [AccountChange]) {
+        guard let first = batch.first else { return }
+        var notification = Notification(
+            name: Bank.accountDidChangeNotification, object: self, userInfo: [Bank.changeKey: first])
+        // Replacing a value moves nothing, so the key's index holds for the batch (and for a copy).
+        let changeIndex = notification.userInfo!.index(forKey: Bank.changeKey)!
+        for change in batch {
+            notification.userInfo!.values[changeIndex] = change
+            NotificationCenter.default.post(notification)
+        }
     }
 }

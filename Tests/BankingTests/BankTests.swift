@@ -232,6 +232,27 @@ struct BankTests {
         #expect(recorder.postCount(Bank.accountsDidChangeNotification) == 0)
     }
 
+    @Test func anObserverThatKeepsNotificationsKeepsEachOnesChange() async throws {
+        // The changes of one batch share a notification value whose `userInfo` the announcer
+        // updates in place: what an observer kept must not change under it.
+        let stalled = DispatchQueue(label: "stalled notifications")
+        let bank = Bank(notificationQueue: stalled)
+        let kept = KeptNotifications()
+        let observer = NotificationCenter.default.addObserver(
+            forName: Bank.accountDidChangeNotification, object: bank, queue: nil
+        ) { kept.keep($0) }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        stalled.suspend()  // so that all 21 changes are posted as one batch
+        let account = try bank.openAccount()
+        for _ in 0..<20 { try account.addMoney(.amount("1.00")) }
+        stalled.resume()
+        await drain(stalled)
+        let notifications = kept.all
+        #expect(notifications.allSatisfy { $0.userInfo?.count == 1 })
+        let balances = notifications.compactMap { ($0.userInfo?[Bank.changeKey] as? AccountChange)?.newBalance }
+        #expect(balances == (0...20).map { Money(minorUnits: Int64($0) * 100) })
+    }
+
     // MARK: - Totals
 
     @Test(arguments: both)
@@ -460,4 +481,15 @@ struct BankAnnouncementBacklogTests {
         #expect(await recorder.waitFor(21).count == 21)
         #expect(bank.totalBalanceInAllAccounts == .amount("20.00"))
     }
+}
+
+/// Whole notifications, as an observer kept them.
+private final class KeptNotifications: @unchecked Sendable {
+    // @unchecked: `notifications` is only touched while `lock` is held.
+    private let lock = NSLock()
+    private var notifications: [Notification] = []
+
+    func keep(_ notification: Notification) { lock.withLock { notifications.append(notification) } }
+
+    var all: [Notification] { lock.withLock { notifications } }
 }

@@ -187,6 +187,8 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    notificationFloorBenchmarks()
+
     // MARK: - 90 % reads, two threads
 
     for (name, concurrency) in [("serial", Bank.Concurrency.serial), ("readersWriter", .readersWriter)] {

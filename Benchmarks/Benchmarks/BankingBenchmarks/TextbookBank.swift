@@ -21,13 +21,17 @@ final class TextbookBank: @unchecked Sendable {
             guard source != destination, amount > 0, balances[source] >= amount else { return false }
             balances[source] -= amount
             balances[destination] += amount
-            for (account, balance) in [(source, balances[source]), (destination, balances[destination])] {
-                notificationQueue.async { [self] in
-                    NotificationCenter.default.post(
-                        name: Self.didChange, object: self, userInfo: ["account": account, "balance": balance])
-                }
-            }
+            announce(source, balance: balances[source])
+            announce(destination, balance: balances[destination])
             return true
+        }
+    }
+
+    /// Posts one account's change from the notification queue.
+    func announce(_ account: Int, balance: Int64) {
+        notificationQueue.async { [self] in
+            NotificationCenter.default.post(
+                name: Self.didChange, object: self, userInfo: ["account": account, "balance": balance])
         }
     }
 
