@@ -286,7 +286,7 @@ public func awaitSuspends(
             if otherTaskRan.wait(timeout: patience) { holderSawIt.raise() }
         }
     }
-    inside.wait()
+    guard await eventually(for: "the holder to be inside", { inside.isRaised }) else { return false }
     Task { @MainActor in otherTaskRan.raise() }
     await awaitAccess()
     return holderSawIt.isRaised
