@@ -26,9 +26,9 @@ LIMIT = 60  # seconds a covering run may take to catch its bug
 PLANTS = {
     "values-lost-wake-up": (
         "releases never look at waiting `values` iterators: a change doesn't wake the loop",
-        "Sources/Exclusion/Internal/WaitList.swift",
-        "for waiter in _waiters where waiter.status == .waiting && waiter !== joiner {",
-        "for waiter in _waiters where waiter.status == .waiting && waiter !== joiner && !waiter.isObserver {",
+        "Sources/Exclusion/Internal/WaitLine.swift",
+        "for waiter in waiters where waiter.status == .waiting && waiter !== joiner {",
+        "for waiter in waiters where waiter.status == .waiting && waiter !== joiner && !waiter.isObserver {",
         ["ValuesTests"],
     ),
     "values-skip-first": (
