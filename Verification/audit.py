@@ -107,6 +107,8 @@ PLANTS = {
         "        _enqueue(.plain { _ in })",
         "        _ = 0",
         ["GivingUpTests"],
+        # Its test runs up to twenty rounds to meet the interleaving, each step bounded.
+        120,
     ),
 }
 
@@ -165,7 +167,8 @@ def main():
         failures += 0 if passed else 1
         print(f"| (none) | nothing: the covering suites as they are | {', '.join(failed) or '-'} | {seconds:.0f} s | {verdict} |")
         for name in names:
-            what, path, original, planted, covering = PLANTS[name]
+            what, path, original, planted, covering = PLANTS[name][:5]
+            limit = PLANTS[name][5] if len(PLANTS[name]) > 5 else LIMIT
             file = os.path.join(work, path)
             text = open(file).read()
             if text.count(original) != 1:
@@ -180,8 +183,8 @@ def main():
                 open(file, "w").write(text)
             if passed:
                 verdict = "WRONG: missed"
-            elif seconds > LIMIT:
-                verdict = f"WRONG: caught after more than {LIMIT} s"
+            elif seconds > limit:
+                verdict = f"WRONG: caught after more than {limit} s"
             else:
                 verdict = "caught"
             failures += 0 if verdict == "caught" else 1

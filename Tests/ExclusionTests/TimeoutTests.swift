@@ -258,6 +258,8 @@ struct TimeoutTests {
 /// whole suite runs on two cores, longer than the first thread's timeout.
 private func othersAreServedWhenAWokenThreadGivesUp(_ index: ReadersWriter<Int>, patience: Duration) -> Bool {
     let waitList = index._engine._waitList
+    // Each step of a round takes microseconds; a round that stalls is cut short and run again.
+    let step = patience / 4
     for _ in 0..<20 {
         let first = Recorder<String>()
         let secondRan = Flag()
@@ -273,19 +275,19 @@ private func othersAreServedWhenAWokenThreadGivesUp(_ index: ReadersWriter<Int>,
             }
             finished.add(1, ordering: .sequentiallyConsistent)
         }
-        _ = spin(until: { waitList.threadsAsleep == 1 || !first.values.isEmpty }, timeout: patience)
+        _ = spin(until: { waitList.threadsAsleep == 1 || !first.values.isEmpty }, timeout: step)
         onNewThread {
             try? index.write(when: { $0 > 0 }) { $0 -= 1 }
             secondRan.raise()
             finished.add(1, ordering: .sequentiallyConsistent)
         }
-        _ = spin(until: { waitList.threadsAsleep + first.values.count == 2 }, timeout: patience)
+        _ = spin(until: { waitList.threadsAsleep + first.values.count == 2 }, timeout: step)
         let writing = Flag()
         onNewThread {
             writing.wait()
             index.read { _ in
                 // Stays until the first thread is done, so that it can't take the state back.
-                _ = spin(until: { !first.values.isEmpty }, timeout: patience)
+                _ = spin(until: { !first.values.isEmpty }, timeout: step)
             }
             finished.add(1, ordering: .sequentiallyConsistent)
         }
@@ -296,14 +298,14 @@ private func othersAreServedWhenAWokenThreadGivesUp(_ index: ReadersWriter<Int>,
             // nothing, and is run again.
             for _ in 0..<1_000 { sched_yield() }
         }
-        _ = spin(until: { !first.values.isEmpty }, timeout: patience)
+        _ = spin(until: { !first.values.isEmpty }, timeout: step)
         var served = true
         if first.values == ["gave up after a wake-up"] {
             served = spin(until: { secondRan.isRaised }, timeout: patience)
         }
         // Ends the round: an item for the second thread if it still waits, whether stranded or not.
         if !secondRan.isRaised { index.write { $0 += 1 } }
-        _ = spin(until: { finished.load(ordering: .sequentiallyConsistent) == 3 }, timeout: patience)
+        _ = spin(until: { finished.load(ordering: .sequentiallyConsistent) == 3 }, timeout: step)
         index.write { $0 = 0 }
         if first.values == ["gave up after a wake-up"] { return served }
     }
