@@ -113,6 +113,9 @@ extension _Engine {
     /// Out of line, so that the accesses that hold nothing else stay small enough to inline.
     @usableFromInline
     func _checkNested(_ thread: _CurrentThread, attempting attempted: String, file: StaticString, line: UInt) {
+        if let explorer = thread._scheduleController {  // schedule seam
+            return _scheduled(explorer, attempted, file, line)
+        }
         checkNotInside(thread, attempting: attempted)
         _LockOrder.willAcquire(self, holding: thread, file: file, line: line)
     }
@@ -408,6 +411,9 @@ extension _Engine {
     @usableFromInline
     func _enqueue(_ job: _Backlog<Plain>.Job) {
         if let queue = _backlog.submit(job, label: label) {
+            if let explorer = _CurrentThread()._scheduleController {  // schedule seam
+                return explorer.drainScheduled(for: ScheduledInstance(self)) { self._drain() }
+            }
             queue.async { self._drain() }
         }
     }
