@@ -1,0 +1,262 @@
+import Exclusion
+import ExclusionTesting
+
+// The four bugs of issue #32 that a scheduler rarely shows, each with its fix: objects built on
+// Exclusion that are wrong only in one interleaving, and the models that say what is right.
+
+// MARK: - (a) A transfer in two accesses
+
+/// Two accounts and transfers between them: the bank of the classic essay's exercise.
+struct TransferModel: SequentialModel {
+    enum Input: Sendable, Hashable, CustomStringConvertible {
+        case transfer(Int, from: Int, to: Int)
+        case balance(Int)
+
+        var description: String {
+            switch self {
+            case .transfer(let amount, let source, let destination):
+                "transfer(\(amount) from \(source) to \(destination))"
+            case .balance(let account): "balance(\(account))"
+            }
+        }
+    }
+
+    enum Output: Sendable, Equatable, CustomStringConvertible {
+        case transferred
+        case insufficientFunds
+        case balance(Int)
+
+        var description: String {
+            switch self {
+            case .transferred: "transferred"
+            case .insufficientFunds: "insufficient funds"
+            case .balance(let amount): "\(amount)"
+            }
+        }
+    }
+
+    var initialState: [Int] { [100, 0] }
+
+    func step(_ balances: [Int], _ input: Input) -> (output: Output, state: [Int]) {
+        switch input {
+        case .transfer(let amount, let source, let destination):
+            guard balances[source] >= amount else { return (.insufficientFunds, balances) }
+            var after = balances
+            after[source] -= amount
+            after[destination] += amount
+            return (.transferred, after)
+        case .balance(let account):
+            return (.balance(balances[account]), balances)
+        }
+    }
+
+    /// Mostly transfers of 60 out of the first account, which holds 100: only one can succeed.
+    static func generate(_ generator: inout ScenarioGenerator) -> Input {
+        Int.random(in: 0..<4, using: &generator) == 0 ? .balance(0) : .transfer(60, from: 0, to: 1)
+    }
+}
+
+/// The ledger of `TransferModel`, in one `Exclusive`.
+final class Ledger: Sendable {
+    private let balances = Exclusive([100, 0], label: "ledger")
+    private let checksInItsOwnAccess: Bool
+
+    /// With `checksInItsOwnAccess`, a transfer checks the balance in one access and moves the money
+    /// in another: the bug.
+    init(checksInItsOwnAccess: Bool) {
+        self.checksInItsOwnAccess = checksInItsOwnAccess
+    }
+
+    func apply(_ input: TransferModel.Input) -> TransferModel.Output {
+        switch input {
+        case .balance(let account):
+            return .balance(balances.access { $0[account] })
+        case .transfer(let amount, let source, let destination) where checksInItsOwnAccess:
+            guard balances.access({ $0[source] }) >= amount else { return .insufficientFunds }
+            balances.access { balances in
+                balances[source] -= amount
+                balances[destination] += amount
+            }
+            return .transferred
+        case .transfer(let amount, let source, let destination):
+            return balances.access { balances in
+                guard balances[source] >= amount else { return .insufficientFunds }
+                balances[source] -= amount
+                balances[destination] += amount
+                return .transferred
+            }
+        }
+    }
+}
+
+// MARK: - (b) A shared object created lazily, check then act
+
+/// A counter that every thread increments: the output is the count after the increment.
+struct IncrementModel: SequentialModel {
+    enum Input: Sendable, CustomStringConvertible {
+        case increment
+        var description: String { "increment" }
+    }
+
+    var initialState: Int { 0 }
+
+    func step(_ count: Int, _ input: Input) -> (output: Int, state: Int) { (count + 1, count + 1) }
+}
+
+/// A counter made the first time it is needed.
+final class LazyCounter: Sendable {
+    private let slot = Exclusive<Exclusive<Int>?>(nil, label: "slot")
+    private let checksThenActs: Bool
+
+    /// With `checksThenActs`, the slot is looked at in one access and filled in another: two
+    /// threads can each make a counter, and one of them counts alone.
+    init(checksThenActs: Bool) {
+        self.checksThenActs = checksThenActs
+    }
+
+    func increment() -> Int {
+        counter.access { count in
+            count += 1
+            return count
+        }
+    }
+
+    private var counter: Exclusive<Int> {
+        if checksThenActs {
+            if let made = slot.access({ $0 }) { return made }
+            let made = Exclusive(0, label: "counter")
+            slot.access { $0 = made }
+            return made
+        }
+        return slot.access { slot in
+            if let made = slot { return made }
+            let made = Exclusive(0, label: "counter")
+            slot = made
+            return made
+        }
+    }
+}
+
+// MARK: - (c) A total over several instances
+
+/// Two accounts, one instance each: thread 0 moves money between them, thread 1 adds them up.
+struct TotalModel: SequentialModel {
+    enum Input: Sendable, CustomStringConvertible {
+        case move(Int, from: Int, to: Int)
+        case total
+
+        var description: String {
+            switch self {
+            case .move(let amount, let source, let destination): "move(\(amount) from \(source) to \(destination))"
+            case .total: "total"
+            }
+        }
+    }
+
+    var initialState: [Int] { [100, 0] }
+
+    func step(_ balances: [Int], _ input: Input) -> (output: Int, state: [Int]) {
+        switch input {
+        case .move(let amount, let source, let destination):
+            var after = balances
+            after[source] -= amount
+            after[destination] += amount
+            return (after[destination], after)
+        case .total:
+            return (balances.reduce(0, +), balances)
+        }
+    }
+
+    static func generate(_ generator: inout ScenarioGenerator) -> Input {
+        guard generator.thread == 0 else { return .total }
+        return Bool.random(using: &generator) ? .move(60, from: 0, to: 1) : .move(30, from: 1, to: 0)
+    }
+}
+
+/// Accounts in instances of their own. A move holds both, nested lower-numbered first.
+final class Accounts: Sendable {
+    private let balances = [Exclusive(100, label: "account 0"), Exclusive(0, label: "account 1")]
+    private let sumsOneAtATime: Bool
+
+    /// With `sumsOneAtATime`, the total reads the accounts one after the other, holding one at a
+    /// time: a move can fall between two of the reads.
+    init(sumsOneAtATime: Bool) {
+        self.sumsOneAtATime = sumsOneAtATime
+    }
+
+    func apply(_ input: TotalModel.Input) -> Int {
+        switch input {
+        case .move(let amount, let source, let destination):
+            return balances[min(source, destination)].access { first in
+                balances[max(source, destination)].access { second in
+                    if source < destination {
+                        first -= amount
+                        second += amount
+                        return second
+                    }
+                    second -= amount
+                    first += amount
+                    return first
+                }
+            }
+        case .total where sumsOneAtATime:
+            return balances.map { $0.access { $0 } }.reduce(0, +)
+        case .total:
+            return balances[0].access { first in balances[1].access { second in first + second } }
+        }
+    }
+}
+
+// MARK: - (d) Two instances nested in opposite orders
+
+/// Moves of one unit between two instances: thread 0 from the first to the second, thread 1 back.
+/// The output is the balance of the account moved to.
+struct SwapModel: SequentialModel {
+    enum Input: Sendable, CustomStringConvertible {
+        case move(from: Int, to: Int)
+        var description: String {
+            switch self {
+            case .move(let source, let destination): "move(from \(source) to \(destination))"
+            }
+        }
+    }
+
+    var initialState: [Int] { [10, 10] }
+
+    func step(_ balances: [Int], _ input: Input) -> (output: Int, state: [Int]) {
+        guard case .move(let source, let destination) = input else { return (0, balances) }
+        var after = balances
+        after[source] -= 1
+        after[destination] += 1
+        return (after[destination], after)
+    }
+
+    static func generate(_ generator: inout ScenarioGenerator) -> Input {
+        generator.thread == 0 ? .move(from: 0, to: 1) : .move(from: 1, to: 0)
+    }
+}
+
+/// Two instances and moves between them.
+final class Pair: Sendable {
+    private let balances = [Exclusive(10, label: "A"), Exclusive(10, label: "B")]
+    private let nestsSourceFirst: Bool
+
+    /// With `nestsSourceFirst`, a move takes the account it moves from first: moves in opposite
+    /// directions nest the two in opposite orders, and deadlock if each takes its first at once.
+    init(nestsSourceFirst: Bool) {
+        self.nestsSourceFirst = nestsSourceFirst
+    }
+
+    func apply(_ input: SwapModel.Input) -> Int {
+        guard case .move(let source, let destination) = input else { return 0 }
+        let (outer, inner) = nestsSourceFirst || source < destination ? (source, destination) : (destination, source)
+        return balances[outer].access { outerBalance in
+            balances[inner].access { innerBalance in
+                let delta = outer == source ? (-1, 1) : (1, -1)
+                outerBalance += delta.0
+                innerBalance += delta.1
+                return outer == destination ? outerBalance : innerBalance
+            }
+        }
+    }
+}
