@@ -113,9 +113,7 @@ extension _Engine {
     /// Out of line, so that the accesses that hold nothing else stay small enough to inline.
     @usableFromInline
     func _checkNested(_ thread: _CurrentThread, attempting attempted: String, file: StaticString, line: UInt) {
-        if let explorer = thread._scheduleController {  // schedule seam
-            return _scheduled(explorer, attempted, file, line)
-        }
+        if thread._isScheduled { return _scheduledAccess(thread, attempted, file, line) }  // schedule seam
         checkNotInside(thread, attempting: attempted)
         _LockOrder.willAcquire(self, holding: thread, file: file, line: line)
     }

@@ -12,12 +12,16 @@ import ExclusionShims
 //
 // Why it costs nothing when no explorer runs: an explored thread is marked in Exclusion's own
 // thread record, which every access reads anyway. The explorer enters two entries there before
-// the thread runs anything: `_ScheduleSeamMarker`, an address no object has, and then a box with
+// the thread runs anything: `_scheduleSeamMarker`, an address no object has, and then a box with
 // the thread's controller. So an explored thread is always "inside" something, and every access it
 // makes takes the branch that nested accesses take already (`checkNesting`: `isInsideAny`), out
 // of line, where the seam is asked first. An access that holds nothing, on any other thread, runs
-// exactly the instructions it ran before. A nested access pays one load and one comparison; a
-// conditional wait and a drain's dispatch, which wait or cost microseconds, pay the same.
+// the instructions it ran before. A nested access pays one load and one comparison; a conditional
+// wait and a drain's dispatch, which wait or cost microseconds, pay the same. The test in
+// `_checkNested` (`_isScheduled`, and the call behind it) uses only what the module exports for
+// inlining, so that cross-module optimization still inlines `_checkNested` into callers as it did
+// before: when it couldn't, the callers' fast paths came out a few instructions different
+// (Benchmarks/InstructionCounts).
 //
 // Reads needed no branch of their own for the same reason: every read begins in `checkNesting`,
 // and the explorer decides there, before the read touches the lock, whether it may go on. The
@@ -135,10 +139,13 @@ final class _ScheduleSeamBox {
 }
 
 extension _CurrentThread {
-    /// The controller of a thread a schedule explorer runs; nil on every other thread. One load
-    /// and one comparison: an explored thread's outermost entry is the marker.
+    /// Whether a schedule explorer runs this thread: one load and one comparison, as an explored
+    /// thread's outermost entry is the marker.
+    @usableFromInline var _isScheduled: Bool { _record.pointee.held.0 == _scheduleSeamMarker }
+
+    /// The controller of a thread a schedule explorer runs; nil on every other thread.
     var _scheduleController: (any ScheduleController)? {
-        guard _record.pointee.held.0 == _scheduleSeamMarker, let box = held(at: 1) else { return nil }
+        guard _isScheduled, let box = held(at: 1) else { return nil }
         return Unmanaged<_ScheduleSeamBox>.fromOpaque(box).takeUnretainedValue().controller
     }
 }
@@ -150,9 +157,11 @@ extension _Engine: _ScheduleInspectable {
     /// place (re-entrancy, and the lock order as Exclusion would), to report misuse as a failed
     /// schedule instead of stopping the process. A conditional read may end up taking the state
     /// exclusively (after its condition was false), so only a plain read asks to share it.
-    func _scheduled(_ controller: any ScheduleController, _ attempting: String, _ file: StaticString, _ line: UInt) {
+    @usableFromInline
+    func _scheduledAccess(_ thread: _CurrentThread, _ attempting: String, _ file: StaticString, _ line: UInt) {
         let shared = Lock.sharesAccess && attempting == "read"
-        controller.willAcquire(ScheduledInstance(self), shared: shared, attempting: attempting, file: file, line: line)
+        thread._scheduleController!.willAcquire(
+            ScheduledInstance(self), shared: shared, attempting: attempting, file: file, line: line)
     }
 
     /// Seam 2: an explored thread's condition was false, with the state held. Instead of the wait
