@@ -12,6 +12,7 @@ struct ExecutionOutcome<Input: Sendable, Output: Sendable> {
     typealias Failure = ScheduleReport<Input, Output>.Failure
 
     var decisions: [Decision] = []
+    var steps: [ScheduleStep] = []
     var failure: (kind: Failure.Kind, message: String)?
     var excerpt: [HistoryOperation<Input, Output>] = []
     var history: [HistoryOperation<Input, Output>] = []
@@ -64,6 +65,7 @@ extension ScheduleExploration {
             guard execution.grant(thread, .proceed, preempting: false) else { break }
         }
         outcome.decisions = step(execution, &chooser)
+        outcome.steps = execution.lock.withLock { execution.steps }
         outcome.history = history.withLock { $0 }.sorted { $0.call < $1.call }
         outcome.table = execution.lock.withLock {
             ScheduleTable.render(columns: execution.entities.map(\.name), events: execution.events)
@@ -73,12 +75,20 @@ extension ScheduleExploration {
         return outcome
     }
 
+    /// The most switch points an execution may reach: threads that take turns for ever (a loop
+    /// of `...IfAvailable` accesses waiting for each other) would otherwise never end one.
+    static var longestExecution: Int { 10_000 }
+
     /// Grants steps until every entity finished or the execution stopped; returns its switch points.
     private func step(_ execution: ScheduledExecution, _ chooser: inout some ScheduleChooser) -> [Decision] {
         var decisions: [Decision] = []
         var current: Int?
         var preemptions = 0
         while execution.stopped == nil, !execution.isFinished {
+            guard decisions.count < Self.longestExecution else {
+                execution.endLivelock(after: decisions.count)
+                break
+            }
             let choices = execution.choices()
             guard !choices.isEmpty else {
                 execution.deadlock()
@@ -91,7 +101,7 @@ extension ScheduleExploration {
             }
             let decision = Decision(
                 enabled: enabled, current: current, chosen: chosen, preemptionsBefore: preemptions,
-                key: execution.key(current: current))
+                key: execution.key(current: current), stepsBefore: execution.stepCount)
             let preempting = decision.preempts(for: chosen)
             decisions.append(decision)
             if preempting { preemptions += 1 }

@@ -29,6 +29,7 @@ final class ScheduleExploration<Model: SequentialModel, Object: Sendable>: Senda
         var schedules = 0
         var undecided = 0
         var isExhaustive = true
+        var skipped = 0
         var usedUnseen = false
     }
 
@@ -87,9 +88,13 @@ final class ScheduleExploration<Model: SequentialModel, Object: Sendable>: Senda
             tally.schedules += 1
             tally.usedUnseen = tally.usedUnseen || outcome.usedUnseen
             if outcome.undecided { tally.undecided += 1 }
-            if outcome.failure != nil { return outcome }
-            search.explored(prefix, outcome.decisions)
+            if outcome.failure != nil {
+                tally.skipped += search.skipped
+                return outcome
+            }
+            search.explored(prefix, outcome.decisions, outcome.steps)
         }
+        tally.skipped += search.skipped
         return nil
     }
 
@@ -139,6 +144,7 @@ final class ScheduleExploration<Model: SequentialModel, Object: Sendable>: Senda
         }
         return Report(
             seed: explorer.seed, scenariosExplored: tally.scenarios, schedulesExplored: tally.schedules,
+            reorderingsSkipped: tally.skipped,
             isExhaustive: tally.isExhaustive && failure == nil, undecided: tally.undecided, notes: notes,
             failure: failure, elapsed: ContinuousClock.now - tally.start)
     }

@@ -53,6 +53,10 @@ public struct ScheduleReport<Input: Sendable, Output: Sendable>: Sendable, Custo
     public let scenariosExplored: Int
     /// How many schedules ran, over all scenarios; minimizing a failure doesn't count.
     public let schedulesExplored: Int
+    /// How many schedules weren't run because they would only have reordered independent steps
+    /// (accesses of different instances, or reads of the same) of schedules that ran: the
+    /// partial-order reduction's saving, each counted with every schedule it would have started.
+    public let reorderingsSkipped: Int
     /// Whether every schedule within the preemption bound ran (or one that differs from it only in
     /// the order of independent steps did), for every scenario explored: false for a randomized
     /// search, a replay, and a search stopped by the schedule limit.
@@ -71,9 +75,13 @@ public struct ScheduleReport<Input: Sendable, Output: Sendable>: Sendable, Custo
 
     public var description: String {
         var lines = [
-            "\(schedulesExplored) schedules of \(scenariosExplored) scenarios explored"
+            "\(schedulesExplored) schedule\(schedulesExplored == 1 ? "" : "s") of \(scenariosExplored) "
+                + "scenario\(scenariosExplored == 1 ? "" : "s") explored"
                 + (isExhaustive ? " (every schedule within the bound)" : "") + " in \(elapsed.readable); seed \(seed)"
         ]
+        if reorderingsSkipped > 0 {
+            lines.append("\(reorderingsSkipped) schedules skipped: they only reorder independent steps of others")
+        }
         if undecided > 0 { lines.append("\(undecided) histories undecided: the checker's budget ran out") }
         lines += notes.map { "note: \($0)" }
         if let failure { lines.append("FAILED: \(failure)") }

@@ -28,6 +28,8 @@ struct Decision: Sendable {
     let preemptionsBefore: Int
     /// The state the execution was in.
     let key: TraceKey
+    /// How many steps the execution had taken: the state's trace is its first `stepsBefore` steps.
+    let stepsBefore: Int
 
     /// Whether choosing `entity` here stops one that could have gone on.
     func preempts(for entity: Int) -> Bool {
@@ -68,7 +70,15 @@ struct SystematicSearch {
     private var stack: [[Int]] = [[]]
     /// Later rounds' prefixes, by preemptions.
     private var later: [[[Int]]]
+    /// How many schedules weren't run because they would only have reordered independent steps of
+    /// schedules that ran (each with everything it would have started).
+    private(set) var skipped = 0
+    /// The states explored, with the fewest preemptions any schedule reached them with.
     private var visited: [TraceKey: Int] = [:]
+    /// The same, whichever thread ran last.
+    private var visitedByAnyThread: [[Int]: Int] = [:]
+    /// The step each entity took from each state explored, where a schedule took one.
+    private var taken: [TraceKey: [Int: ScheduleStep]] = [:]
 
     init(bound: Int) {
         self.bound = bound
@@ -87,19 +97,31 @@ struct SystematicSearch {
         return stack.popLast()
     }
 
-    /// Learns from the schedule that `prefix` started, which took `decisions`: the alternatives at
-    /// its switch points past the prefix, until one reached a state already explored.
-    mutating func explored(_ prefix: [Int], _ decisions: [Decision]) {
+    /// Learns from the schedule that `prefix` started, which took `decisions` and `steps`: the
+    /// alternatives at its switch points past the prefix, until one reached a state already explored.
+    mutating func explored(_ prefix: [Int], _ decisions: [Decision], _ steps: [ScheduleStep]) {
         var sameRound: [[Int]] = []
-        for index in decisions.indices.dropFirst(prefix.count) {
+        for index in decisions.indices {
             let decision = decisions[index]
-            if let seen = visited[decision.key], seen <= decision.preemptionsBefore { break }
-            visited[decision.key] = decision.preemptionsBefore
+            guard index >= prefix.count else { continue }
+            if isExplored(decision.key, with: decision.preemptionsBefore) {
+                skipped += decisions[index...].reduce(0) { $0 + alternatives(at: $1) }
+                break
+            }
+            visit(decision.key, with: decision.preemptionsBefore)
+            taken[decision.key, default: [:]][decision.chosen] = steps[decision.stepsBefore]
             let base = decisions[..<index].map(\.chosen)
             for entity in decision.enabled where entity != decision.chosen {
                 let preempting = decision.preempts(for: entity)
                 let preemptions = decision.preemptionsBefore + (preempting ? 1 : 0)
                 guard preemptions <= bound else { continue }
+                if let step = step(of: entity, at: index, decisions, steps) {
+                    let next = TraceKey(Array(steps[..<decision.stepsBefore]) + [step], current: entity)
+                    if isExplored(next, with: preemptions) {
+                        skipped += 1
+                        continue
+                    }
+                }
                 if preempting {
                     later[preemptions].append(base + [entity])
                 } else {
@@ -109,6 +131,47 @@ struct SystematicSearch {
         }
         // Deepest last, so that it runs first: depth first.
         stack.append(contentsOf: sameRound)
+    }
+
+    /// How many schedules the decision's alternatives within the bound would start.
+    private func alternatives(at decision: Decision) -> Int {
+        decision.enabled.filter { entity in
+            entity != decision.chosen && decision.preemptionsBefore + (decision.preempts(for: entity) ? 1 : 0) <= bound
+        }.count
+    }
+
+    /// Whether the state `key` names was explored with at most `preemptions` spent: with the same
+    /// thread last, or with another and a preemption fewer (from there, one preemption can run any
+    /// thread first, and the rest goes the same).
+    private func isExplored(_ key: TraceKey, with preemptions: Int) -> Bool {
+        if let seen = visited[key], seen <= preemptions { return true }
+        if let seen = visitedByAnyThread[key.order], seen < preemptions { return true }
+        return false
+    }
+
+    private mutating func visit(_ key: TraceKey, with preemptions: Int) {
+        visited[key] = min(visited[key] ?? .max, preemptions)
+        visitedByAnyThread[key.order] = min(visitedByAnyThread[key.order] ?? .max, preemptions)
+    }
+
+    /// The step `entity` would take at the `index`th switch point, if a schedule already took it:
+    /// the one it took from an earlier state of this execution where it stood where it stands now,
+    /// if every step since is independent of it (then it is the same step, in the same state).
+    private func step(
+        of entity: Int, at index: Int, _ decisions: [Decision], _ steps: [ScheduleStep]
+    )
+        -> ScheduleStep?
+    {
+        var earlier = index
+        while earlier >= 0 {
+            if earlier < index, decisions[earlier].chosen == entity { return nil }
+            if let step = taken[decisions[earlier].key]?[entity] {
+                let since = steps[decisions[earlier].stepsBefore..<decisions[index].stepsBefore]
+                return since.allSatisfy { !$0.depends(on: step) } ? step : nil
+            }
+            earlier -= 1
+        }
+        return nil
     }
 }
 

@@ -37,7 +37,8 @@ extension ScheduledExecution {
     func conditionUnmet(_ entity: ScheduledEntity, _ instance: ScheduledInstance, canTimeOut: Bool) -> Bool {
         let held = ScheduleSeam.instancesHeldByCurrentThread()
         lock.withLock {
-            noteHeld(entity, held)
+            // The access let go of the instance having only checked the condition: no change.
+            noteHeld(entity, held, unchanged: instance)
             let number = number(of: instance)
             note(entity, "finds its condition on \"\(instance.label)\" false: waits")
             entity.pending = .recheck(instance, since: versions[number], canTimeOut: canTimeOut)
@@ -135,13 +136,17 @@ extension ScheduledExecution {
 
     /// What the thread record says `entity` holds now, against what it held at its last switch
     /// point: what it let go of since, and what it took without one. Call with `lock` held.
-    private func noteHeld(_ entity: ScheduledEntity, _ now: [(instance: ScheduledInstance, shared: Bool)]) {
+    private func noteHeld(
+        _ entity: ScheduledEntity, _ now: [(instance: ScheduledInstance, shared: Bool)],
+        unchanged: ScheduledInstance? = nil
+    ) {
         var kept = 0
         while kept < min(entity.held.count, now.count), entity.held[kept].instance.id == now[kept].instance.id {
             kept += 1
         }
         for gone in entity.held[kept...].reversed() {
             steps[steps.count - 1].touch(gone.number, exclusively: !gone.shared)
+            if !gone.shared, gone.instance.id != unchanged?.id { versions[gone.number] += 1 }
             note(entity, "\"\(gone.instance.label)\" released")
         }
         var held = Array(entity.held[..<kept])

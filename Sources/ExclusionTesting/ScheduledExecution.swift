@@ -24,7 +24,8 @@ final class ScheduledExecution: @unchecked Sendable {
     /// Instances by the order in which the execution met them, with their labels.
     var numbers: [ObjectIdentifier: Int] = [:]
     var labels: [String] = []
-    /// For each instance, how many steps may have changed it: a conditional wait goes on once it grew.
+    /// For each instance, how many exclusive accesses ended (and so may have changed it): a
+    /// conditional wait goes on once it grew.
     var versions: [Int] = []
     /// For the lock-order check: each nesting seen, outer → inner, with where it was first seen, in
     /// the order seen.
@@ -85,6 +86,16 @@ extension ScheduledExecution {
             let names = enabled.map { entities[$0].name }.joined(separator: ", ")
             failure = .scheduleMismatch(
                 "the schedule doesn't fit this scenario: at switch point \(index + 1) only \(names) could go on")
+        }
+    }
+
+    /// How many steps ran so far.
+    var stepCount: Int { lock.withLock { steps.count } }
+
+    /// Ends an execution that went on for `steps` switch points without ending.
+    func endLivelock(after steps: Int) {
+        lock.withLock {
+            failure = .stuck("the execution didn't end within \(steps) switch points: its threads take turns for ever")
         }
     }
 
@@ -150,7 +161,6 @@ extension ScheduledExecution {
     private func take(_ instance: ScheduledInstance, by entity: ScheduledEntity, exclusively: Bool) -> Int {
         let number = number(of: instance)
         steps[steps.count - 1].touch(number, exclusively: exclusively)
-        if exclusively { versions[number] += 1 }
         entity.held.append(.init(instance: instance, number: number, shared: !exclusively))
         return number
     }
