@@ -1,7 +1,7 @@
 /// One interleaving of a scenario: which thread went on at each switch point.
 ///
 /// A plain value: save it with a test (it is `Codable`), and hand it to
-/// ``ScheduleExplorer/replay(_:setUp:inputs:perform:)`` to run exactly that interleaving again,
+/// ``ScheduleExplorer/replay(_:setUp:inputs:perform:)-4ojlz`` to run exactly that interleaving again,
 /// with the same explorer's settings (the scenario's operations come from ``seed`` and
 /// ``scenario``).
 ///

@@ -30,7 +30,7 @@ import Testing
 /// preemptions, fewest first, so a failure comes with the fewest preemptions that make the
 /// scenario fail; schedules that only reorder steps on different instances run once. A failure
 /// stops the run: its report holds the history, a table of the schedule with a column per thread,
-/// and the ``Schedule`` itself, which ``replay(_:setUp:inputs:perform:)`` runs again exactly.
+/// and the ``Schedule`` itself, which ``replay(_:setUp:inputs:perform:)-4ojlz`` runs again exactly.
 ///
 /// What counts as a failure: a history the model can't explain; an operation that throws; a
 /// deadlock; a re-entrant access, and a lock-order inversion where Exclusion checks the lock

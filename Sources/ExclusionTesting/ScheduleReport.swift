@@ -25,7 +25,7 @@ public struct ScheduleReport<Input: Sendable, Output: Sendable>: Sendable, Custo
         public let kind: Kind
         /// What happened, in words.
         public let message: String
-        /// The schedule: save it, and replay it with ``ScheduleExplorer/replay(_:setUp:inputs:perform:)``.
+        /// The schedule: save it, and replay it with ``ScheduleExplorer/replay(_:setUp:inputs:perform:)-4ojlz``.
         public let schedule: Schedule
         /// The operations that returned, in call order, with their outputs. The clock counts the
         /// execution's calls and returns.
