@@ -1,8 +1,10 @@
 @_spi(ScheduleExploration) import Exclusion
 import Foundation
 
+// Weakly: an executable that runs an explorer (a benchmark) must start where Swift Testing isn't
+// installed (on Apple platforms it ships with Xcode, not the system).
 #if canImport(Testing)
-import Testing
+@_weakLinked import Testing
 #endif
 
 /// Runs a scenario's threads one step at a time, in every order that matters, and checks each
@@ -176,7 +178,7 @@ public struct ScheduleExplorer<Model: SequentialModel>: Sendable {
             coordinator.start()
         }
         #if canImport(Testing)
-        if let failure = report.failure, Test.current != nil {
+        if #_hasSymbol(Test.self), let failure = report.failure, Test.current != nil {
             Attachment.record(failure.table, named: "schedule.txt")
         }
         #endif
