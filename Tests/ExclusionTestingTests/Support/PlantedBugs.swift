@@ -157,23 +157,41 @@ struct SwapModel: SequentialModel {
 final class Pair: Sendable {
     private let balances = [Exclusive(10, label: "A"), Exclusive(10, label: "B")]
     private let nestsSourceFirst: Bool
+    private let innerLimit: Duration?
 
     /// With `nestsSourceFirst`, a move takes the account it moves from first: moves in opposite
     /// directions nest the two in opposite orders, and deadlock if each takes its first at once.
-    init(nestsSourceFirst: Bool) {
+    /// With an `innerLimit`, the inner access gives up after it and the move returns -1: a
+    /// deadlock a run on real threads can report.
+    init(nestsSourceFirst: Bool, innerLimit: Duration? = nil) {
         self.nestsSourceFirst = nestsSourceFirst
+        self.innerLimit = innerLimit
     }
 
     func apply(_ input: SwapModel.Input) -> Int {
         guard case .move(let source, let destination) = input else { return 0 }
         let (outer, inner) = nestsSourceFirst || source < destination ? (source, destination) : (destination, source)
+        let towardsInner = outer == source
         return balances[outer].access { outerBalance in
-            balances[inner].access { innerBalance in
-                let delta = outer == source ? (-1, 1) : (1, -1)
-                outerBalance += delta.0
-                innerBalance += delta.1
-                return outer == destination ? outerBalance : innerBalance
+            guard let innerLimit else {
+                return balances[inner].access { Self.move(&outerBalance, &$0, towardsInner: towardsInner) }
             }
+            let moved = try? balances[inner].access(when: { _ in true }, timeout: innerLimit) { innerBalance in
+                Self.move(&outerBalance, &innerBalance, towardsInner: towardsInner)
+            }
+            return moved ?? -1
         }
+    }
+
+    /// Moves one unit between the two, and returns the balance of the one moved to.
+    private static func move(_ outer: inout Int, _ inner: inout Int, towardsInner: Bool) -> Int {
+        if towardsInner {
+            outer -= 1
+            inner += 1
+            return inner
+        }
+        outer += 1
+        inner -= 1
+        return outer
     }
 }
