@@ -115,7 +115,10 @@ extension ScheduledExecution {
             step.touchesUnseen = entity.executor != nil || entities.contains { $0.isDrain && !$0.isDone }
             steps.append(step)
             begin(entity, grant, preempting: preempting)
-            if steps[steps.count - 1].touchesUnseen { versions = versions.map { $0 + 1 } }
+            // An awaited access that doesn't wait may change an instance unseen: a conditional
+            // wait may go on after any step of a task. (Work submitted unseen changes nothing
+            // until a drain or an access runs it, and those end where they are seen.)
+            if entity.executor != nil { versions = versions.map { $0 + 1 } }
             entity.pending = .running
             entity.grant = grant
             return entity
