@@ -22,7 +22,7 @@ import Foundation
 /// let explorer = ScheduleExplorer(
 ///     model: TransferModel(), threads: 2, operationsPerThread: 1...2, preemptionBound: 2, seed: 7)
 /// let report = await explorer.run(
-///     setUp: { Ledger(balances: [100, 0]) },
+///     setUp: { Ledger() },
 ///     inputs: TransferModel.generate,
 ///     perform: { ledger, input in ledger.apply(input) })
 /// #expect(report.passed, "\(report)")

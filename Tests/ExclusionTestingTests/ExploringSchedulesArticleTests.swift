@@ -1,4 +1,5 @@
 import Exclusion
+import ExclusionTestSupport
 import ExclusionTesting
 import Foundation
 import Testing
@@ -69,6 +70,18 @@ struct ExploringSchedulesArticleTests {
                 perform: { $0.apply($1) })
             #expect(fixed.passed && fixed.isExhaustive, "\(fixed)")
             #expect(article.contains("| \(bound) | \(fixed.schedulesExplored) |"), "bound \(bound): \(fixed)")
+        }
+    }
+
+    @Test func theExplorersDocCommentExampleRuns() async throws {
+        try await within(workloadPatience, "the example to run") {
+            let explorer = ScheduleExplorer(
+                model: TransferModel(), threads: 2, operationsPerThread: 1...2, preemptionBound: 2, seed: 7)
+            let report = await explorer.run(
+                setUp: { Ledger() },
+                inputs: TransferModel.generate,
+                perform: { ledger, input in ledger.apply(input) })
+            #expect(report.passed, "\(report)")
         }
     }
 }

@@ -62,7 +62,7 @@ final class Ledger: Sendable {
 
     /// With `checksInItsOwnAccess`, a transfer checks the balance in one access and moves the money
     /// in another: the bug.
-    init(checksInItsOwnAccess: Bool) {
+    init(checksInItsOwnAccess: Bool = false) {
         self.checksInItsOwnAccess = checksInItsOwnAccess
     }
 
