@@ -36,7 +36,12 @@ import Foundation
 ///
 /// What counts as a failure: a history the model can't explain; an operation that throws; a
 /// deadlock; a re-entrant access, and a lock-order inversion where Exclusion checks the lock
-/// order: misuse that would stop the process is reported instead.
+/// order: misuse that would stop the process is reported instead. A trap (a failed precondition,
+/// `fatalError`) stops the process, as it would anywhere.
+///
+/// An access's end is no switch point of its own: what a thread does between letting go of an
+/// instance and its next synchronization point touches nothing another thread can see, so
+/// switching there or at that next point gives the same executions. The table shows the ends.
 ///
 /// - Warning: Only instances of `Exclusive` and `ReadersWriter` made by `setUp` or by the
 ///   operations, used only by the scenario's threads, are explored. The explorer sees nothing
