@@ -56,7 +56,7 @@ let package = Package(
             pkgConfig: "libxml-2.0",
             providers: [.apt(["libxml2-dev"]), .brew(["libxml2"])]
         ),
-        .target(name: "ExclusionTesting", dependencies: ["SplitMix"]),
+        .target(name: "ExclusionTesting", dependencies: ["Exclusion", "SplitMix"]),
         // What the two tools share: output that fails politely, and a main that exits as Unix tools do.
         .target(
             name: "ToolSupport",
@@ -119,7 +119,8 @@ let package = Package(
             swiftSettings: testSettings
         ),
         .testTarget(
-            name: "ExclusionTestingTests", dependencies: ["ExclusionTesting", "Exclusion"], swiftSettings: testSettings),
+            name: "ExclusionTestingTests", dependencies: ["ExclusionTesting", "Exclusion", "ExclusionTestSupport"],
+            swiftSettings: testSettings),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -34,6 +34,16 @@ let package = Package(
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
         .executableTarget(
+            name: "ExclusionTestingBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Banking", package: "Exclusion"),
+                .product(name: "ExclusionTesting", package: "Exclusion"),
+            ],
+            path: "Benchmarks/ExclusionTestingBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
             name: "DocumentsBenchmarks",
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),

@@ -14,3 +14,22 @@ public struct ScenarioGenerator: RandomNumberGenerator, Sendable {
 
     public mutating func next() -> UInt64 { random.next() }
 }
+
+extension ScenarioGenerator {
+    /// The operations of scenario number `scenario` of `seed`: a list for each of `threads`
+    /// threads, each as long as `operations` picks, made by `inputs` from a generator of the thread's.
+    static func programs<Input>(
+        seed: UInt64, scenario: Int, threads: Int, operations: ClosedRange<Int>,
+        _ inputs: (inout ScenarioGenerator) -> Input
+    ) -> [[Input]] {
+        // Each scenario's operations come from a seed of their own, derived from the run's.
+        var picker = ScenarioGenerator(seed: seed &+ UInt64(scenario), thread: -1)
+        let scenarioSeed = picker.next()
+        return (0..<threads).map { thread in
+            var generator = ScenarioGenerator(
+                seed: scenarioSeed &+ UInt64(thread + 1) &* 0x2545_F491_4F6C_DD1D, thread: thread)
+            let count = Int.random(in: operations, using: &picker)
+            return (0..<count).map { _ in inputs(&generator) }
+        }
+    }
+}

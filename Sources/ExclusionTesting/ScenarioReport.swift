@@ -42,8 +42,8 @@ public struct ScenarioReport<Input: Sendable, Output: Sendable>: Sendable, Custo
 
     public var description: String {
         var lines = [
-            "\(historiesChecked) histories (\(operationsChecked) operations) checked in \(Self.format(elapsed)), "
-                + "\(Self.format(checkingTimePerHistory)) of checking per history; seed \(seed)"
+            "\(historiesChecked) histories (\(operationsChecked) operations) checked in \(elapsed.readable), "
+                + "\(checkingTimePerHistory.readable) of checking per history; seed \(seed)"
         ]
         if stoppedByTimeLimit { lines.append("stopped by the time limit") }
         if unknown > 0 { lines.append("\(unknown) histories undecided: the checker's budget ran out") }
@@ -58,18 +58,21 @@ public struct ScenarioReport<Input: Sendable, Output: Sendable>: Sendable, Custo
         return lines.joined(separator: "\n")
     }
 
-    private static func format(_ duration: Duration) -> String {
-        let (seconds, attoseconds) = duration.components
+    private static func describe(_ operation: HistoryOperation<Input, Output>) -> String {
+        "thread \(operation.thread): \(operation.input) -> \(operation.output)   "
+            + "[called at \(operation.call), returned at \(operation.return)]"
+    }
+}
+
+extension Duration {
+    /// In the unit that suits it: `820 µs`, `14 ms`, `2.31 s`.
+    var readable: String {
+        let (seconds, attoseconds) = components
         let microseconds = Double(seconds) * 1e6 + Double(attoseconds) / 1e12
         return switch microseconds {
         case ..<1_000: "\(Int(microseconds.rounded())) µs"
         case ..<1_000_000: "\(Int((microseconds / 1_000).rounded())) ms"
         default: String(format: "%.2f s", microseconds / 1e6)
         }
-    }
-
-    private static func describe(_ operation: HistoryOperation<Input, Output>) -> String {
-        "thread \(operation.thread): \(operation.input) -> \(operation.output)   "
-            + "[called at \(operation.call), returned at \(operation.return)]"
     }
 }

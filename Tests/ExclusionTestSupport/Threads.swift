@@ -55,6 +55,19 @@ public func onItsOwnThread<R: Sendable>(
     }
 }
 
+/// Awaits `body`, an asynchronous call that is meant to end on its own, for at most `limit`:
+/// throws `GaveUp` naming `what` past it (the call is left to run).
+public func within<R: Sendable>(
+    _ limit: Duration = workloadPatience, _ what: String, sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: @escaping @Sendable () async -> R
+) async throws -> R {
+    try await withCheckedThrowingContinuation { continuation in
+        let resumption = OneResumption(continuation)
+        resumption.giveUp(after: limit, what, sourceLocation)
+        Task { resumption.resume(with: .success(await body())) }
+    }
+}
+
 /// `onItsOwnThread` for a body that returns nothing: records an issue instead of throwing if it
 /// hasn't returned after `limit`.
 public func onItsOwnThread(

@@ -74,6 +74,9 @@ extension _Engine {
         _ thread: _CurrentThread, until condition: @Sendable (State) -> Bool, limit: _TimeLimit?,
         file: StaticString, line: UInt, _ outbox: Outbox
     ) throws(TimeoutError) -> Outbox {
+        if let explorer = thread._scheduleController {  // schedule seam
+            return try _waitScheduled(explorer, thread, condition, limit, file, line, outbox)
+        }
         guard _Contention.isOn else {
             return try _spinThenBlock(
                 thread, until: condition, limit: limit, file: file, line: line, outbox)

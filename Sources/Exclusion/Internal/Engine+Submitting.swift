@@ -115,6 +115,9 @@ extension _Engine {
     @usableFromInline
     func _enqueue(_ job: _Backlog<Plain>.Job) {
         if let queue = _backlog.submit(job, label: label) {
+            if let explorer = _CurrentThread()._scheduleController {  // schedule seam
+                return explorer.drainScheduled(for: ScheduledInstance(self)) { self._drain() }
+            }
             queue.async { self._drain() }
         }
     }

@@ -90,6 +90,7 @@ extension _Engine {
     /// Out of line, so that the accesses that hold nothing else stay small enough to inline.
     @usableFromInline
     func _checkNested(_ thread: _CurrentThread, attempting attempted: String, file: StaticString, line: UInt) {
+        if thread._isScheduled { return _scheduledAccess(thread, attempted, file, line) }  // schedule seam
         checkNotInside(thread, attempting: attempted)
         _LockOrder.willAcquire(self, holding: thread, file: file, line: line)
     }

@@ -1,0 +1,187 @@
+import ExclusionShims
+
+// The seam through which a schedule explorer (`ScheduleExplorer`, in ExclusionTesting) takes over
+// the threads it runs: everything the engine knows of it is in this file, and the engine calls it
+// from three places, each marked `// schedule seam`:
+//
+// 1. `_checkNested` (Engine.swift): every synchronous access begins there, before it takes the
+//    lock: `access`, `read`, `write`, their timed and conditional forms.
+// 2. `_waitForCondition` (Engine+Conditions.swift): a conditional access found its condition
+//    false.
+// 3. `_enqueue` (Engine+Submitting.swift): submitted work needs a drain.
+//
+// Why it costs nothing when no explorer runs: an explored thread is marked in Exclusion's own
+// thread record, which every access reads anyway. The explorer enters two entries there before
+// the thread runs anything: `_scheduleSeamMarker`, an address no object has, and then a box with
+// the thread's controller. So an explored thread is always "inside" something, and every access it
+// makes takes the branch that nested accesses take already (`checkNesting`: `isInsideAny`), out
+// of line, where the seam is asked first. An access that holds nothing, on any other thread, runs
+// the instructions it ran before. A nested access pays one load and one comparison; a conditional
+// wait and a drain's dispatch, which wait or cost microseconds, pay the same. The test in
+// `_checkNested` (`_isScheduled`, and the call behind it) uses only what the module exports for
+// inlining, so that cross-module optimization still inlines `_checkNested` into callers as it did
+// before: when it couldn't, the callers' fast paths came out a few instructions different
+// (Benchmarks/InstructionCounts).
+//
+// Reads needed no branch of their own for the same reason: every read begins in `checkNesting`,
+// and the explorer decides there, before the read touches the lock, whether it may go on. The
+// explorer lets a thread go on only when the lock is free for it, so nothing an explored thread
+// does afterwards waits: taking the lock, entering, releasing, all run unchanged.
+//
+// What the seam doesn't see: an awaited access or a `...IfAvailable` that finds the state free
+// takes it without asking (those paths never branch on the thread), so they are no switch points;
+// ExclusionTesting says so in its reports.
+
+/// Runs a thread one step at a time for a schedule explorer: called on that thread at each of
+/// Exclusion's synchronization points, and returns when the explorer lets it go on.
+@_spi(ScheduleExploration)
+public protocol ScheduleController: AnyObject, Sendable {
+    /// The thread is about to take `instance`, shared or exclusively, in an access of the kind
+    /// `attempting` names (`"access"`, `"read"`, `"write(when:)"`...), called at `file`:`line`.
+    /// Return once the lock is free for it.
+    func willAcquire(
+        _ instance: ScheduledInstance, shared: Bool, attempting: String, file: StaticString, line: UInt)
+
+    /// A conditional access found its condition false and let go of `instance`. Return once
+    /// another access may have changed the state and the thread may take it again, or return true
+    /// for a wait with a time limit to end in a `TimeoutError` instead.
+    func conditionUnmet(on instance: ScheduledInstance, canTimeOut: Bool) -> Bool
+
+    /// Work submitted to `instance` needs a drain, which the explorer runs as a thread of its
+    /// own: `drain` runs everything submitted and returns.
+    func drainScheduled(for instance: ScheduledInstance, _ drain: @escaping @Sendable () -> Void)
+}
+
+/// An instance of `Exclusive` or `ReadersWriter`, as a schedule explorer sees it.
+@_spi(ScheduleExploration)
+public struct ScheduledInstance: Sendable {
+    /// Tells the instance apart from every other alive.
+    public let id: ObjectIdentifier
+    /// The label it was created with.
+    public let label: String
+    /// Its type, such as `Exclusive<Int>`.
+    public let typeName: String
+    private let engine: any _ScheduleInspectable
+
+    init(_ engine: some _ScheduleInspectable) {
+        id = ObjectIdentifier(engine)
+        label = engine.label
+        typeName = engine._typeName
+        self.engine = engine
+    }
+
+    /// Whether submitted work waits: a read then takes the state exclusively, after that work.
+    public var hasPendingWork: Bool { engine._hasPendingWork }
+}
+
+/// What `ScheduledInstance` asks of an engine.
+protocol _ScheduleInspectable: AnyObject, Sendable {
+    var label: String { get }
+    var _typeName: String { get }
+    var _hasPendingWork: Bool { get }
+}
+
+/// What a schedule explorer does to the threads it runs.
+@_spi(ScheduleExploration)
+public enum ScheduleSeam {
+    /// Hands the calling thread to `controller` until `releaseCurrentThread()`. Call it before the
+    /// thread touches any instance, outside every access.
+    public static func controlCurrentThread(with controller: some ScheduleController) {
+        let thread = _CurrentThread()
+        precondition(thread.depth == 0, "a thread is handed to a schedule explorer outside every access")
+        exclusion_thread_enter(thread._record, _scheduleSeamMarker, 0)
+        exclusion_thread_enter(thread._record, Unmanaged.passRetained(_ScheduleSeamBox(controller)).toOpaque(), 0)
+    }
+
+    /// Takes the calling thread back from its controller; call it outside every access.
+    public static func releaseCurrentThread() {
+        let thread = _CurrentThread()
+        guard thread.depth == 2, let box = thread.held(at: 1), thread._scheduleController != nil else {
+            preconditionFailure("a thread is taken back from a schedule explorer outside every access")
+        }
+        thread.leave()
+        thread.leave()
+        Unmanaged<_ScheduleSeamBox>.fromOpaque(box).release()
+    }
+
+    /// The instances the calling thread is inside, outermost first, and whether shared.
+    public static func instancesHeldByCurrentThread() -> [(instance: ScheduledInstance, shared: Bool)] {
+        let thread = _CurrentThread()
+        let first: UInt32 = thread._scheduleController == nil ? 0 : 2
+        guard thread.depth > first else { return [] }
+        return (first..<min(thread.depth, UInt32(EXCLUSION_TRACKED_DEPTH))).compactMap { level in
+            // Alive: the thread is inside it. Only engines are ever entered, but for the marks.
+            guard let address = thread.held(at: level),
+                let engine = Unmanaged<AnyObject>.fromOpaque(address).takeUnretainedValue() as? any _ScheduleInspectable
+            else { return nil }
+            return (ScheduledInstance(engine), thread.mode(in: engine) == .shared)
+        }
+    }
+
+    /// Whether Exclusion stops the process on a lock-order inversion in this build
+    /// (`EXCLUSION_LOCK_ORDER`; on in debug builds).
+    public static var checksLockOrder: Bool { _LockOrder.isEnabled }
+}
+
+/// The first entry an explored thread holds: an address no object can have, even, as the thread
+/// record keeps a mode in the low bit.
+@usableFromInline var _scheduleSeamMarker: UnsafeRawPointer {
+    @inline(__always) get { UnsafeRawPointer(bitPattern: 0x5EA0)! }
+}
+
+/// The second entry: the thread's controller.
+final class _ScheduleSeamBox {
+    let controller: any ScheduleController
+
+    init(_ controller: any ScheduleController) {
+        self.controller = controller
+    }
+}
+
+extension _CurrentThread {
+    /// Whether a schedule explorer runs this thread: one load and one comparison, as an explored
+    /// thread's outermost entry is the marker.
+    @usableFromInline var _isScheduled: Bool { _record.pointee.held.0 == _scheduleSeamMarker }
+
+    /// The controller of a thread a schedule explorer runs; nil on every other thread.
+    var _scheduleController: (any ScheduleController)? {
+        guard _isScheduled, let box = held(at: 1) else { return nil }
+        return Unmanaged<_ScheduleSeamBox>.fromOpaque(box).takeUnretainedValue().controller
+    }
+}
+
+extension _Engine: _ScheduleInspectable {
+    var _hasPendingWork: Bool { _backlog.hasPending }
+
+    /// Seam 1: an explored thread's access begins. The explorer checks nesting in Exclusion's
+    /// place (re-entrancy, and the lock order as Exclusion would), to report misuse as a failed
+    /// schedule instead of stopping the process. A conditional read may end up taking the state
+    /// exclusively (after its condition was false), so only a plain read asks to share it.
+    @usableFromInline
+    func _scheduledAccess(_ thread: _CurrentThread, _ attempting: String, _ file: StaticString, _ line: UInt) {
+        let shared = Lock.sharesAccess && attempting == "read"
+        thread._scheduleController!.willAcquire(
+            ScheduledInstance(self), shared: shared, attempting: attempting, file: file, line: line)
+    }
+
+    /// Seam 2: an explored thread's condition was false, with the state held. Instead of the wait
+    /// list and its semaphores, it lets go and takes the state again each time the explorer says
+    /// another access may have changed it, until the condition holds: the same promise (the
+    /// condition is checked after every access that could have changed it), in steps the explorer
+    /// schedules.
+    func _waitScheduled(
+        _ controller: any ScheduleController, _ thread: _CurrentThread, _ condition: (State) -> Bool,
+        _ limit: _TimeLimit?, _ file: StaticString, _ line: UInt, _ outbox: Outbox
+    ) throws(TimeoutError) -> Outbox {
+        var outbox = outbox
+        while true {
+            releaseExclusively(thread, outbox, file: file, line: line)
+            if controller.conditionUnmet(on: ScheduledInstance(self), canTimeOut: limit != nil), let limit {
+                throw limit.error(on: label, waitingFor: .conditionFalse)
+            }
+            // The explorer lets the thread on only while nothing holds the state: this doesn't wait.
+            outbox = takeExclusively(thread, file: file, line: line, notingEntry: false)
+            if condition(_state.pointee) { return outbox }
+        }
+    }
+}

@@ -1,0 +1,163 @@
+@_spi(ScheduleExploration) import Exclusion
+import Synchronization
+
+/// How a scenario applies one operation to its object.
+enum ScenarioOperation<Object, Input, Output>: Sendable {
+    case synchronous(@Sendable (Object, Input) throws -> Output)
+    case asynchronous(@Sendable (Object, Input) async throws -> Output)
+}
+
+/// What one execution did, and whether it failed.
+struct ExecutionOutcome<Input: Sendable, Output: Sendable> {
+    typealias Failure = ScheduleReport<Input, Output>.Failure
+
+    var decisions: [Decision] = []
+    var steps: [ScheduleStep] = []
+    var failure: (kind: Failure.Kind, message: String)?
+    var excerpt: [HistoryOperation<Input, Output>] = []
+    var history: [HistoryOperation<Input, Output>] = []
+    var table = ""
+    /// The checker's budget ran out on its history.
+    var undecided = false
+    /// An instance was taken with no switch point before it.
+    var usedUnseen = false
+
+    var choices: [Int] { decisions.map(\.chosen) }
+    var preemptions: Int { decisions.filter { $0.preempts(for: $0.chosen) }.count }
+}
+
+extension ScheduleExploration {
+    /// Runs `programs` on a fresh object, one step at a time as `chooser` picks, and checks the
+    /// history.
+    func execute(_ programs: [[Model.Input]], _ chooser: inout some ScheduleChooser) -> Outcome {
+        let lockOrder = explorer.lockOrder
+        let execution = ScheduledExecution(
+            stepLimit: explorer.stepTimeLimit,
+            checksLockOrder: lockOrder == .always || (lockOrder == .asExclusionDoes && ScheduleSeam.checksLockOrder))
+        let object = setUp()
+        let history = Mutex<[HistoryOperation<Model.Input, Model.Output>]>([])
+        let isAsynchronous = if case .asynchronous = operation { true } else { false }
+        let threads = programs.indices.map { thread in
+            ScheduledEntity(
+                number: thread, name: "thread \(thread)", executor: isAsynchronous ? ScenarioTaskExecutor() : nil)
+        }
+        execution.lock.withLock { execution.entities = threads }
+        for (thread, program) in programs.enumerated() {
+            let operation = self.operation
+            threads[thread].start(in: execution) {
+                for input in program {
+                    let call = execution.noteCall(threads[thread], "\(input)")
+                    switch Self.apply(operation, object, input, on: threads[thread], execution) {
+                    case .success(let output):
+                        let returned = execution.noteReturn(threads[thread], "\(output)")
+                        let done = HistoryOperation(
+                            thread: thread, input: input, output: output, call: call, return: returned)
+                        history.withLock { $0.append(done) }
+                    case .failure(let error):
+                        execution.noteThrow(threads[thread], "\(input)", error)
+                    }
+                }
+            }
+        }
+        var outcome = Outcome()
+        // The threads' starts, in order: each runs up to its first switch point.
+        for thread in programs.indices where execution.stopped == nil {
+            guard execution.grant(thread, .proceed, preempting: false) else { break }
+        }
+        outcome.decisions = step(execution, &chooser)
+        outcome.steps = execution.lock.withLock { execution.steps }
+        outcome.history = history.withLock { $0 }.sorted { $0.call < $1.call }
+        outcome.table = execution.lock.withLock {
+            ScheduleTable.render(columns: execution.entities.map(\.name), events: execution.events)
+        }
+        outcome.usedUnseen = execution.lock.withLock { execution.usedUnseen }
+        judge(execution, &outcome)
+        return outcome
+    }
+
+    /// The most switch points an execution may reach: threads that take turns for ever (a loop
+    /// of `...IfAvailable` accesses waiting for each other) would otherwise never end one.
+    static var longestExecution: Int { 10_000 }
+
+    /// Grants steps until every entity finished or the execution stopped; returns its switch points.
+    private func step(_ execution: ScheduledExecution, _ chooser: inout some ScheduleChooser) -> [Decision] {
+        var decisions: [Decision] = []
+        var current: Int?
+        var preemptions = 0
+        while execution.stopped == nil, !execution.isFinished {
+            guard decisions.count < Self.longestExecution else {
+                execution.endLivelock(after: decisions.count)
+                break
+            }
+            let choices = execution.choices()
+            guard !choices.isEmpty else {
+                execution.deadlock()
+                break
+            }
+            let enabled = choices.map(\.entity)
+            guard let chosen = chooser.choose(at: decisions.count, enabled: enabled, current: current) else {
+                execution.mismatch(at: decisions.count, enabled: enabled)
+                break
+            }
+            let decision = Decision(
+                enabled: enabled, current: current, chosen: chosen, preemptionsBefore: preemptions,
+                key: execution.key(current: current), stepsBefore: execution.stepCount)
+            let preempting = decision.preempts(for: chosen)
+            decisions.append(decision)
+            if preempting { preemptions += 1 }
+            let grant = choices.first { $0.entity == chosen }!.grant
+            guard execution.grant(chosen, grant, preempting: preempting) else { break }
+            current = chosen
+        }
+        return decisions
+    }
+
+    /// What the execution's end says: a failure it stopped at, a throw, or the history's verdict.
+    private func judge(_ execution: ScheduledExecution, _ outcome: inout Outcome) {
+        let (stopped, thrown) = execution.lock.withLock { (execution.failure, execution.thrown) }
+        switch stopped {
+        case .reentrant(let message): outcome.failure = (.reentrantAccess, message)
+        case .lockOrderInversion(let message): outcome.failure = (.lockOrderInversion, message)
+        case .deadlock(let message): outcome.failure = (.deadlock, message)
+        case .stuck(let message): outcome.failure = (.stuck, message)
+        case .scheduleMismatch(let message): outcome.failure = (.scheduleMismatch, message)
+        case nil:
+            if let thrown { return outcome.failure = (.threw, thrown) }
+            switch LinearizabilityChecker(model: explorer.model, budget: explorer.budget).check(outcome.history) {
+            case .linearizable: break
+            case .unknown: outcome.undecided = true
+            case .notLinearizable(let excerpt):
+                outcome.excerpt = excerpt
+                outcome.failure = (
+                    .notLinearizable,
+                    "the history is not linearizable: no order of its operations "
+                        + "explains their outputs"
+                )
+            }
+        }
+    }
+
+    /// Applies one operation on the calling scenario thread: an asynchronous one in a task that
+    /// runs on the thread itself, which stands at a switch point whenever the task is suspended.
+    private static func apply(
+        _ operation: ScenarioOperation<Object, Model.Input, Model.Output>, _ object: Object, _ input: Model.Input,
+        on entity: ScheduledEntity, _ execution: ScheduledExecution
+    ) -> Result<Model.Output, any Error> {
+        switch operation {
+        case .synchronous(let perform):
+            return Result { try perform(object, input) }
+        case .asynchronous(let perform):
+            let executor = entity.executor!
+            let result = Mutex<Result<Model.Output, any Error>?>(nil)
+            Task(executorPreference: executor) {
+                let outcome: Result<Model.Output, any Error>
+                do { outcome = .success(try await perform(object, input)) } catch { outcome = .failure(error) }
+                result.withLock { $0 = outcome }
+            }
+            while true {
+                if let done = result.withLock({ $0 }) { return done }
+                if !executor.runNextJob() { execution.suspend(entity) }
+            }
+        }
+    }
+}

@@ -1,0 +1,157 @@
+import SplitMix
+
+/// One call of ``ScheduleExplorer/run(setUp:inputs:perform:)`` or of `replay`: the scenarios, the
+/// search through each one's schedules, and the report. It runs on the explorer's own thread.
+final class ScheduleExploration<Model: SequentialModel, Object: Sendable>: Sendable {
+    typealias Report = ScheduleReport<Model.Input, Model.Output>
+    typealias Outcome = ExecutionOutcome<Model.Input, Model.Output>
+
+    let explorer: ScheduleExplorer<Model>
+    let setUp: @Sendable () -> Object
+    let inputs: @Sendable (inout ScenarioGenerator) -> Model.Input
+    let operation: ScenarioOperation<Object, Model.Input, Model.Output>
+
+    init(
+        _ explorer: ScheduleExplorer<Model>, _ setUp: @escaping @Sendable () -> Object,
+        _ inputs: @escaping @Sendable (inout ScenarioGenerator) -> Model.Input,
+        _ operation: ScenarioOperation<Object, Model.Input, Model.Output>
+    ) {
+        self.explorer = explorer
+        self.setUp = setUp
+        self.inputs = inputs
+        self.operation = operation
+    }
+
+    /// What the exploration has done so far.
+    private struct Tally {
+        let start = ContinuousClock.now
+        var scenarios = 0
+        var schedules = 0
+        var undecided = 0
+        var isExhaustive = true
+        var skipped = 0
+        var usedUnseen = false
+    }
+
+    /// Explores every scenario in turn, until one fails.
+    func run() -> Report {
+        var tally = Tally()
+        for scenario in 0..<explorer.scenarios {
+            tally.scenarios += 1
+            let programs = programs(explorer.seed, scenario)
+            let failing: Outcome?
+            switch explorer.search {
+            case .systematic:
+                failing = systematic(programs, bound: explorer.preemptionBound, limit: explorer.scheduleLimit, &tally)
+            case .randomized(let schedules, let depth):
+                tally.isExhaustive = false
+                failing = randomized(programs, scenario, schedules: schedules, depth: depth, &tally)
+            }
+            if let failing { return report(tally, failing, Schedule(seed: explorer.seed, scenario: scenario, failing)) }
+        }
+        return report(tally, nil, nil)
+    }
+
+    /// Runs `schedule` once.
+    func replay(_ schedule: Schedule) -> Report {
+        var tally = Tally()
+        tally.scenarios = 1
+        tally.schedules = 1
+        tally.isExhaustive = false
+        var chooser = PrefixChooser(prefix: schedule.choices)
+        let outcome = execute(programs(schedule.seed, schedule.scenario), &chooser)
+        tally.usedUnseen = outcome.usedUnseen
+        if outcome.undecided { tally.undecided += 1 }
+        guard outcome.failure != nil else { return report(tally, nil, nil) }
+        return report(tally, outcome, Schedule(seed: schedule.seed, scenario: schedule.scenario, outcome))
+    }
+
+    /// The scenario's operations.
+    private func programs(_ seed: UInt64, _ scenario: Int) -> [[Model.Input]] {
+        ScenarioGenerator.programs(
+            seed: seed, scenario: scenario, threads: explorer.threads, operations: explorer.operationsPerThread, inputs)
+    }
+
+    /// Every schedule of the scenario within `bound` preemptions, fewest first, at most `limit`;
+    /// the first that fails, which has the fewest preemptions of any failing one.
+    private func systematic(_ programs: [[Model.Input]], bound: Int, limit: Int, _ tally: inout Tally) -> Outcome? {
+        var search = SystematicSearch(bound: bound)
+        var runs = 0
+        while let prefix = search.next() {
+            guard runs < limit else {
+                tally.isExhaustive = false
+                break
+            }
+            var chooser = PrefixChooser(prefix: prefix)
+            let outcome = execute(programs, &chooser)
+            runs += 1
+            tally.schedules += 1
+            tally.usedUnseen = tally.usedUnseen || outcome.usedUnseen
+            if outcome.undecided { tally.undecided += 1 }
+            if outcome.failure != nil {
+                tally.skipped += search.skipped
+                return outcome
+            }
+            search.explored(prefix, outcome.decisions, outcome.steps)
+        }
+        tally.skipped += search.skipped
+        return nil
+    }
+
+    /// `schedules` PCT schedules of the scenario; the first that fails, minimized.
+    private func randomized(
+        _ programs: [[Model.Input]], _ scenario: Int, schedules: Int, depth: Int, _ tally: inout Tally
+    ) -> Outcome? {
+        var random = SplitMix64(seed: explorer.seed &+ UInt64(scenario) &* 0x9E37_79B9_7F4A_7C15)
+        var steps = programs.map(\.count).reduce(0, +) * 3
+        for _ in 0..<schedules {
+            var chooser = PriorityChooser(seed: random.next(), depth: depth, steps: steps)
+            let outcome = execute(programs, &chooser)
+            tally.schedules += 1
+            tally.usedUnseen = tally.usedUnseen || outcome.usedUnseen
+            if outcome.undecided { tally.undecided += 1 }
+            steps = max(steps, outcome.decisions.count)
+            if outcome.failure != nil { return minimized(outcome, programs) }
+        }
+        return nil
+    }
+
+    /// A failing schedule with fewer preemptions than `failing`'s, if a systematic search finds one.
+    private func minimized(_ failing: Outcome, _ programs: [[Model.Input]]) -> Outcome {
+        guard failing.preemptions > 0 else { return failing }
+        var ignored = Tally()
+        let bound = failing.preemptions - 1
+        return systematic(programs, bound: bound, limit: explorer.scheduleLimit, &ignored) ?? failing
+    }
+
+    private func report(_ tally: Tally, _ failing: Outcome?, _ schedule: Schedule?) -> Report {
+        var notes: [String] = []
+        if case .asynchronous = operation {
+            notes.append(
+                "asynchronous operations: an awaited access that didn't have to wait took the instance with no "
+                    + "switch point before it, so no schedule preempted a task just before one")
+        } else if tally.usedUnseen {
+            notes.append(
+                "an instance was taken with no switch point before it (an awaited access or an ...IfAvailable "
+                    + "access): no schedule preempted a thread just before one")
+        }
+        let failure = failing.flatMap { failing in
+            schedule.map { schedule in
+                Report.Failure(
+                    kind: failing.failure!.kind, message: failing.failure!.message, schedule: schedule,
+                    operations: failing.history, excerpt: failing.excerpt, table: failing.table)
+            }
+        }
+        return Report(
+            seed: explorer.seed, scenariosExplored: tally.scenarios, schedulesExplored: tally.schedules,
+            reorderingsSkipped: tally.skipped,
+            isExhaustive: tally.isExhaustive && failure == nil, undecided: tally.undecided, notes: notes,
+            failure: failure, elapsed: ContinuousClock.now - tally.start)
+    }
+}
+
+extension Schedule {
+    init<Input, Output>(seed: UInt64, scenario: Int, _ outcome: ExecutionOutcome<Input, Output>) {
+        self.init(seed: seed, scenario: scenario, choices: outcome.choices, preemptions: outcome.preemptions)
+    }
+}

@@ -1,0 +1,214 @@
+import Dispatch
+@_spi(ScheduleExploration) import Exclusion
+import Foundation
+
+// MARK: - What the running entity tells the execution, on its own thread
+
+extension ScheduledExecution {
+    /// Waits until the coordinator grants `entity` a step, and returns how it goes on.
+    ///
+    /// An entity may stand at a switch point as long as the others run, so each wait has a limit
+    /// and is taken up again. An abandoned entity (stopped at a failure) stays here for good: it
+    /// can't go on without stopping the process, and nothing waits for it.
+    func awaitGrant(_ entity: ScheduledEntity) -> ScheduledEntity.Grant {
+        while entity.wake.wait(timeout: .now() + .seconds(1)) == .timedOut {}
+        return lock.withLock { entity.grant }
+    }
+
+    /// `entity` is about to take `instance`: checks the nesting as Exclusion would, then stands
+    /// until the lock is free for it and its step is granted.
+    func willAcquire(
+        _ entity: ScheduledEntity, _ instance: ScheduledInstance, shared: Bool, attempting: String, site: String
+    ) {
+        let held = ScheduleSeam.instancesHeldByCurrentThread()
+        let misuse = lock.withLock { () -> ExecutionFailure? in
+            noteHeld(entity, held)
+            if let misuse = nestingMisuse(entity, instance, attempting: attempting, site: site) { return misuse }
+            entity.pending = .begin(instance, shared: shared, attempting: attempting, site: site)
+            return nil
+        }
+        if let misuse { abandon(entity, misuse) }
+        coordinator.signal()
+        _ = awaitGrant(entity)
+    }
+
+    /// `entity`'s condition on `instance` was false and it let go: it stands until another step
+    /// may have changed the state. Returns true if its wait is to give up at its time limit.
+    func conditionUnmet(_ entity: ScheduledEntity, _ instance: ScheduledInstance, canTimeOut: Bool) -> Bool {
+        let held = ScheduleSeam.instancesHeldByCurrentThread()
+        lock.withLock {
+            // The access let go of the instance having only checked the condition: no change.
+            noteHeld(entity, held, unchanged: instance)
+            let number = number(of: instance)
+            note(entity, "finds its condition on \"\(instance.label)\" false: waits")
+            entity.pending = .recheck(instance, since: versions[number], canTimeOut: canTimeOut)
+        }
+        coordinator.signal()
+        return awaitGrant(entity) == .timeOut
+    }
+
+    /// `entity`'s task is suspended: it stands until the task's executor has a job.
+    func suspend(_ entity: ScheduledEntity) {
+        let held = ScheduleSeam.instancesHeldByCurrentThread()
+        lock.withLock {
+            noteHeld(entity, held)
+            note(entity, "suspends its task")
+            entity.pending = .resume
+        }
+        coordinator.signal()
+        _ = awaitGrant(entity)
+    }
+
+    /// Work submitted by `entity` to `instance` needs a drain: a new entity, which runs it when
+    /// granted a step, as a drain would on a queue.
+    func drainScheduled(
+        by entity: ScheduledEntity, _ instance: ScheduledInstance, _ drain: @escaping @Sendable () -> Void
+    ) {
+        let held = ScheduleSeam.instancesHeldByCurrentThread()
+        let drainer = lock.withLock { () -> ScheduledEntity in
+            noteHeld(entity, held)
+            let number = number(of: instance)
+            steps[steps.count - 1].touch(number, exclusively: true)
+            steps[steps.count - 1].touchesUnseen = true
+            let drainer = ScheduledEntity(
+                number: entities.count, name: "drain \(entities.count) of \"\(instance.label)\"", drainOf: instance)
+            entities.append(drainer)
+            note(entity, "submits work to \"\(instance.label)\": \(drainer.name) will run it")
+            return drainer
+        }
+        drainer.start(in: self, drain)
+    }
+
+    /// A scenario thread calls an operation; returns the call's time on the history's clock.
+    func noteCall(_ entity: ScheduledEntity, _ operation: String) -> UInt64 {
+        let held = ScheduleSeam.instancesHeldByCurrentThread()
+        return lock.withLock {
+            noteHeld(entity, held)
+            steps[steps.count - 1].calls = true
+            note(entity, "calls \(operation)")
+            clock += 1
+            return clock
+        }
+    }
+
+    /// The operation returned `output`; returns the return's time on the history's clock.
+    func noteReturn(_ entity: ScheduledEntity, _ output: String) -> UInt64 {
+        let held = ScheduleSeam.instancesHeldByCurrentThread()
+        return lock.withLock {
+            noteHeld(entity, held)
+            steps[steps.count - 1].returns = true
+            note(entity, "returns \(output)")
+            clock += 1
+            return clock
+        }
+    }
+
+    /// The operation threw: a failure, reported once the execution has run to its end.
+    func noteThrow(_ entity: ScheduledEntity, _ operation: String, _ error: any Error) {
+        let held = ScheduleSeam.instancesHeldByCurrentThread()
+        lock.withLock {
+            noteHeld(entity, held)
+            steps[steps.count - 1].returns = true
+            note(entity, "throws \(error)")
+            if thrown == nil { thrown = "\(entity.name): \(operation) threw \(error)" }
+        }
+    }
+
+    /// `entity` has nothing left to do.
+    func finish(_ entity: ScheduledEntity) {
+        let held = ScheduleSeam.instancesHeldByCurrentThread()
+        lock.withLock {
+            noteHeld(entity, held)
+            entity.pending = .finished
+        }
+        coordinator.signal()
+    }
+
+    /// Stops `entity` for good at `failure`, which ends the execution.
+    private func abandon(_ entity: ScheduledEntity, _ failure: ExecutionFailure) -> Never {
+        lock.withLock {
+            if self.failure == nil { self.failure = failure }
+            entity.pending = .abandoned
+        }
+        coordinator.signal()
+        while true { _ = awaitGrant(entity) }
+    }
+
+    /// What the thread record says `entity` holds now, against what it held at its last switch
+    /// point: what it let go of since, and what it took without one. Call with `lock` held.
+    private func noteHeld(
+        _ entity: ScheduledEntity, _ now: [(instance: ScheduledInstance, shared: Bool)],
+        unchanged: ScheduledInstance? = nil
+    ) {
+        var kept = 0
+        while kept < min(entity.held.count, now.count), entity.held[kept].instance.id == now[kept].instance.id {
+            kept += 1
+        }
+        for gone in entity.held[kept...].reversed() {
+            steps[steps.count - 1].touch(gone.number, exclusively: !gone.shared)
+            if !gone.shared, gone.instance.id != unchanged?.id { versions[gone.number] += 1 }
+            note(entity, "\"\(gone.instance.label)\" released")
+        }
+        var held = Array(entity.held[..<kept])
+        for unseen in now[kept...] {
+            let number = number(of: unseen.instance)
+            steps[steps.count - 1].touchesUnseen = true
+            usedUnseen = true
+            note(entity, "took \"\(unseen.instance.label)\" with no switch point (an awaited access that didn't wait)")
+            held.append(.init(instance: unseen.instance, number: number, shared: unseen.shared))
+        }
+        entity.held = held
+    }
+
+    /// Re-entrancy, and the lock order as Exclusion checks it: what Exclusion would stop the
+    /// process for, reported instead. Call with `lock` held.
+    private func nestingMisuse(
+        _ entity: ScheduledEntity, _ instance: ScheduledInstance, attempting: String, site: String
+    ) -> ExecutionFailure? {
+        let wanted = number(of: instance)
+        let name = "\(instance.typeName) \"\(instance.label)\""
+        if entity.held.contains(where: { $0.number == wanted }) {
+            note(entity, "\(attempting) \"\(instance.label)\" at \(site), inside its own access: re-entrant")
+            return .reentrant(
+                "re-entrant access to \(name): \(attempting) at \(site) was called on \(entity.name), which is "
+                    + "already inside it; Exclusion would stop the process here")
+        }
+        guard checksLockOrder else { return nil }
+        for outer in entity.held where nestings[outer.number]?.contains(where: { $0.inner == wanted }) != true {
+            if let earlier = path(from: wanted, to: outer.number) {
+                let outerLabel = outer.instance.label
+                note(
+                    entity,
+                    "\(attempting) \"\(instance.label)\" inside \"\(outerLabel)\" at \(site): lock-order inversion")
+                return .lockOrderInversion(
+                    "lock-order inversion between \"\(outerLabel)\" and \"\(instance.label)\": \(entity.name) holds "
+                        + "\"\(outerLabel)\" and takes \"\(instance.label)\" at \(site), but before, \(earlier); "
+                        + "Exclusion would stop the process here")
+            }
+            nestings[outer.number, default: []].append((wanted, "at \(site) (\(entity.name))"))
+        }
+        return nil
+    }
+
+    /// How `start` came to be nested around `end` before, if it was, in words.
+    private func path(from start: Int, to end: Int) -> String? {
+        var cameFrom: [Int: (Int, String)] = [:]
+        var frontier = [start]
+        while let current = frontier.popLast() {
+            for (next, site) in nestings[current] ?? [] where next != start && cameFrom[next] == nil {
+                cameFrom[next] = (current, site)
+                if next == end {
+                    var links: [String] = []
+                    var node = end
+                    while let (previous, site) = cameFrom[node] {
+                        links.append("\"\(labels[node])\" was taken inside \"\(labels[previous])\" \(site)")
+                        node = previous
+                    }
+                    return links.reversed().joined(separator: ", and ")
+                }
+                frontier.append(next)
+            }
+        }
+        return nil
+    }
+}

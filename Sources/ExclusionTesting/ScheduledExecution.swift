@@ -1,0 +1,243 @@
+import Dispatch
+@_spi(ScheduleExploration) import Exclusion
+import Foundation
+
+/// One run of a scenario under one schedule: its entities (the scenario's threads, and drains of
+/// submitted work), what each waits to do, and the handshake that lets exactly one of them run at
+/// a time.
+///
+/// The coordinator (the explorer's own thread) grants a step to one entity whose next step can go
+/// on, and waits, for at most `stepLimit`, until that entity stands at its next switch point or
+/// finishes. The explorer models who holds which instance from what each entity's thread record
+/// says at its switch points, and lets an entity take an instance only when the lock is free for
+/// it, so no entity ever waits inside Exclusion: an entity that would is simply not enabled.
+final class ScheduledExecution: @unchecked Sendable {
+    // @unchecked: every var is only touched while `lock` is held: by the coordinator, or by the
+    // one entity that runs (all others wait on their semaphores).
+    let lock = NSLock()
+    /// Signalled by the running entity when it stops: at a switch point, finished, or abandoned.
+    let coordinator = DispatchSemaphore(value: 0)
+    let stepLimit: Duration
+    let checksLockOrder: Bool
+
+    var entities: [ScheduledEntity] = []
+    /// Instances by the order in which the execution met them, with their labels.
+    var numbers: [ObjectIdentifier: Int] = [:]
+    var labels: [String] = []
+    /// For each instance, how many exclusive accesses ended (and so may have changed it): a
+    /// conditional wait goes on once it grew.
+    var versions: [Int] = []
+    /// For the lock-order check: each nesting seen, outer → inner, with where it was first seen, in
+    /// the order seen.
+    var nestings: [Int: [(inner: Int, site: String)]] = [:]
+    var steps: [ScheduleStep] = []
+    var events: [ScheduleEvent] = []
+    /// The history's clock: every call and return, in the order they happened.
+    var clock: UInt64 = 0
+    /// What stopped the execution.
+    var failure: ExecutionFailure?
+    /// What an operation threw; the execution runs to its end all the same.
+    var thrown: String?
+    /// Whether a step used what the explorer can't see; the report says so.
+    var usedUnseen = false
+
+    init(stepLimit: Duration, checksLockOrder: Bool) {
+        self.stepLimit = stepLimit
+        self.checksLockOrder = checksLockOrder
+    }
+
+    /// The instance's number, met now if it wasn't before. Call with `lock` held.
+    func number(of instance: ScheduledInstance) -> Int {
+        if let number = numbers[instance.id] { return number }
+        numbers[instance.id] = labels.count
+        labels.append(instance.label)
+        versions.append(0)
+        return labels.count - 1
+    }
+
+    /// Adds an event to the running step. Call with `lock` held.
+    func note(_ entity: ScheduledEntity, _ text: String, preempted: Bool = false) {
+        events.append(ScheduleEvent(step: steps.count, entity: entity.number, text: text, preempted: preempted))
+    }
+}
+
+// MARK: - The coordinator
+
+extension ScheduledExecution {
+    /// The entities whose next step can go on now, and how: those that may proceed, or if none
+    /// may, those whose conditional waits may give up at their time limits.
+    func choices() -> [(entity: Int, grant: ScheduledEntity.Grant)] {
+        lock.withLock {
+            let ready = entities.filter(canGoOn).map { ($0.number, ScheduledEntity.Grant.proceed) }
+            guard ready.isEmpty else { return ready }
+            return entities.compactMap { entity in
+                guard case .recheck(_, _, canTimeOut: true) = entity.pending else { return nil }
+                return (entity.number, .timeOut)
+            }
+        }
+    }
+
+    /// What stopped the execution, if anything did.
+    var stopped: ExecutionFailure? { lock.withLock { failure } }
+
+    /// Ends an execution whose schedule asks, at switch point `index`, for an entity that can't go on.
+    func mismatch(at index: Int, enabled: [Int]) {
+        lock.withLock {
+            let names = enabled.map { entities[$0].name }.joined(separator: ", ")
+            failure = .scheduleMismatch(
+                "the schedule doesn't fit this scenario: at switch point \(index + 1) only \(names) could go on")
+        }
+    }
+
+    /// How many steps ran so far.
+    var stepCount: Int { lock.withLock { steps.count } }
+
+    /// Ends an execution that went on for `steps` switch points without ending.
+    func endLivelock(after steps: Int) {
+        lock.withLock {
+            failure = .stuck("the execution didn't end within \(steps) switch points: its threads take turns for ever")
+        }
+    }
+
+    /// Whether everything has finished.
+    var isFinished: Bool { lock.withLock { entities.allSatisfy(\.isDone) } }
+
+    /// The state the search is in: the steps so far up to reordering independent ones, and who ran last.
+    func key(current: Int?) -> TraceKey { lock.withLock { TraceKey(steps, current: current) } }
+
+    /// Runs one step of `number` and waits until it stops; false if it didn't within `stepLimit`.
+    func grant(_ number: Int, _ grant: ScheduledEntity.Grant, preempting: Bool) -> Bool {
+        let entity = lock.withLock { () -> ScheduledEntity in
+            let entity = entities[number]
+            var step = ScheduleStep(entity: number)
+            // An awaited access that doesn't wait, and work submitted while a drain is pending,
+            // happen unseen: such steps are ordered against every other.
+            step.touchesUnseen = entity.executor != nil || entities.contains { $0.isDrain && !$0.isDone }
+            steps.append(step)
+            begin(entity, grant, preempting: preempting)
+            // An awaited access that doesn't wait may change an instance unseen: a conditional
+            // wait may go on after any step of a task. (Work submitted unseen changes nothing
+            // until a drain or an access runs it, and those end where they are seen.)
+            if entity.executor != nil { versions = versions.map { $0 + 1 } }
+            entity.pending = .running
+            entity.grant = grant
+            return entity
+        }
+        entity.wake.signal()
+        guard coordinator.wait(timeout: .now() + .nanoseconds(nanoseconds(stepLimit))) == .success else {
+            lock.withLock {
+                failure = .stuck(
+                    "\(entity.name) didn't reach its next switch point within \(stepLimit): it waits for something "
+                        + "Exclusion doesn't see (a semaphore, a sleep, an actor), or for an instance that a thread "
+                        + "the explorer doesn't run holds")
+            }
+            return false
+        }
+        return true
+    }
+
+    /// What granting a step does to the model, before the entity runs. Call with `lock` held.
+    private func begin(_ entity: ScheduledEntity, _ grant: ScheduledEntity.Grant, preempting: Bool) {
+        switch entity.pending {
+        case .begin(let instance, let shared, let attempting, let site):
+            let exclusive = !shared || instance.hasPendingWork
+            let number = take(instance, by: entity, exclusively: exclusive)
+            let how = shared && exclusive ? " (exclusively: submitted work waits)" : ""
+            note(entity, "\(attempting) \"\(labels[number])\" begins\(how), at \(site)", preempted: preempting)
+        case .recheck(let instance, _, _) where grant == .timeOut:
+            note(entity, "gives up waiting on \"\(instance.label)\": time limit", preempted: preempting)
+        case .recheck(let instance, _, _):
+            take(instance, by: entity, exclusively: true)
+            note(entity, "takes \"\(instance.label)\" again to check its condition", preempted: preempting)
+        case .drain(let instance):
+            take(instance, by: entity, exclusively: true)
+            note(entity, "runs the work submitted to \"\(instance.label)\"", preempted: preempting)
+        case .resume:
+            note(entity, "resumes its task", preempted: preempting)
+        case .start, .running, .finished, .abandoned:
+            break
+        }
+    }
+
+    /// The entity is about to take `instance`. Call with `lock` held.
+    @discardableResult
+    private func take(_ instance: ScheduledInstance, by entity: ScheduledEntity, exclusively: Bool) -> Int {
+        let number = number(of: instance)
+        steps[steps.count - 1].touch(number, exclusively: exclusively)
+        entity.held.append(.init(instance: instance, number: number, shared: !exclusively))
+        return number
+    }
+
+    /// Whether `entity`'s next step can go on now. Call with `lock` held.
+    private func canGoOn(_ entity: ScheduledEntity) -> Bool {
+        switch entity.pending {
+        case .start: true
+        case .begin(let instance, let shared, _, _):
+            isFree(instance, exclusively: !shared || instance.hasPendingWork, for: entity)
+        case .recheck(let instance, let since, _):
+            (numbers[instance.id].map { versions[$0] > since } ?? true)
+                && isFree(instance, exclusively: true, for: entity)
+        case .drain(let instance): isFree(instance, exclusively: true, for: entity)
+        case .resume: entity.executor?.hasJobs ?? false
+        case .running, .finished, .abandoned: false
+        }
+    }
+
+    /// Whether no other entity holds `instance` in a way that keeps `entity` out.
+    private func isFree(_ instance: ScheduledInstance, exclusively: Bool, for entity: ScheduledEntity) -> Bool {
+        !entities.contains { other in
+            other !== entity && other.held.contains { $0.instance.id == instance.id && (exclusively || !$0.shared) }
+        }
+    }
+
+    /// Ends an execution in which no entity can go on: every one left waits for another.
+    func deadlock() {
+        lock.withLock {
+            let waiting = entities.filter { !$0.isDone }
+            for entity in waiting { note(entity, "deadlocked: \(waitsFor(entity))") }
+            let lines = waiting.map { "\($0.name) \(waitsFor($0))" }
+            failure = .deadlock("every thread left waits for another: " + lines.joined(separator: "; "))
+        }
+    }
+
+    /// What `entity` waits for, in words. Call with `lock` held.
+    private func waitsFor(_ entity: ScheduledEntity) -> String {
+        switch entity.pending {
+        case .begin(let instance, _, let attempting, _):
+            let holders = entities.filter { $0.held.contains { $0.instance.id == instance.id } }.map(\.name)
+            return "waits to \(attempting) \"\(instance.label)\", held by \(holders.joined(separator: " and "))"
+        case .recheck(let instance, _, _): return "waits for its condition on \"\(instance.label)\" to hold"
+        case .resume: return "waits for its task to be resumed"
+        case .drain(let instance): return "waits to run the work submitted to \"\(instance.label)\""
+        case .start, .running, .finished, .abandoned: return "waits"
+        }
+    }
+}
+
+/// What stopped an execution, in words.
+enum ExecutionFailure: Sendable {
+    case reentrant(String)
+    case lockOrderInversion(String)
+    case deadlock(String)
+    case stuck(String)
+    /// A replayed schedule asked for a thread that couldn't go on.
+    case scheduleMismatch(String)
+}
+
+/// One line of a schedule's table.
+struct ScheduleEvent: Sendable {
+    /// The step it happened in: steps are numbered from 1, the threads' starts included.
+    let step: Int
+    let entity: Int
+    let text: String
+    /// Whether the step began by stopping a thread that could have gone on.
+    let preempted: Bool
+}
+
+/// `duration` in whole nanoseconds, saturating.
+func nanoseconds(_ duration: Duration) -> Int {
+    let (seconds, attoseconds) = duration.components
+    let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+    let total = overflow ? .max : scaled.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
+    return Int(truncatingIfNeeded: total)
+}

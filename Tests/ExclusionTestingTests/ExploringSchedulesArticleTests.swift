@@ -1,0 +1,87 @@
+import Exclusion
+import ExclusionTestSupport
+import ExclusionTesting
+import Foundation
+import Testing
+
+// The article "Exploring schedules", kept true: its example is the ledger of `Support/Ledger.swift`,
+// run as the article runs it, and what the article shows it print is what it prints.
+
+@Suite("Exploring schedules (the article's example)", .timeLimit(.minutes(10)))
+struct ExploringSchedulesArticleTests {
+    /// The article's explorer.
+    private let explorer = ScheduleExplorer(
+        model: TransferModel(), threads: 2, operationsPerThread: 1...2, preemptionBound: 2, seed: 7)
+
+    /// The article, from the package's sources.
+    private var articleText: String {
+        get throws {
+            let article = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent(
+                    "Sources/ExclusionTesting/ExclusionTesting.docc/ExploringSchedules.md")
+            return try String(contentsOf: article, encoding: .utf8)
+        }
+    }
+
+    /// The code blocks of the article.
+    private var articleBlocks: [String] {
+        get throws {
+            try articleText.components(separatedBy: "```").enumerated().filter { $0.offset % 2 == 1 }.map { block in
+                // Without the language on the fence's line.
+                block.element.drop { $0 != "\n" }.dropFirst().description
+            }
+        }
+    }
+
+    @Test func theTransferInTwoAccessesFailsWithTheTableTheArticleShows() async throws {
+        let report = try await explore(
+            explorer, setUp: { Ledger(checksInItsOwnAccess: true) }, inputs: TransferModel.generate,
+            perform: { $0.apply($1) })
+        let failure = try #require(report.failure, "\(report)")
+        let shown = try articleBlocks.filter { $0.hasPrefix("step | thread 0") }
+        #expect(shown == [failure.table + "\n"])
+        let head = "\(report.schedulesExplored) schedules of 1 scenario explored"
+        #expect(try articleBlocks.contains { $0.hasPrefix(head) && $0.contains("\(failure.schedule)") })
+    }
+
+    @Test func theFixPassesEveryScheduleInTheNumberTheArticleSays() async throws {
+        let report = try await explore(
+            explorer, setUp: { Ledger(checksInItsOwnAccess: false) }, inputs: TransferModel.generate,
+            perform: { $0.apply($1) })
+        #expect(report.passed, "\(report)")
+        #expect(report.isExhaustive)
+        let summary = "\(report.schedulesExplored) schedules of \(report.scenariosExplored) scenarios explored"
+        #expect(try articleBlocks.contains { $0.contains(summary) })
+    }
+
+    @Test func theBoundsTableCountsTheSchedulesOfTheFixedLedger() async throws {
+        let article = try articleText
+        for bound in 0...3 {
+            var explorer = explorer
+            explorer.preemptionBound = bound
+            let broken = try await explore(
+                explorer, setUp: { Ledger(checksInItsOwnAccess: true) }, inputs: TransferModel.generate,
+                perform: { $0.apply($1) })
+            #expect(broken.passed == (bound == 0), "bound \(bound): \(broken)")
+            explorer.threads = 3
+            explorer.operationsPerThread = 1...3
+            let fixed = try await explore(
+                explorer, setUp: { Ledger(checksInItsOwnAccess: false) }, inputs: TransferModel.generate,
+                perform: { $0.apply($1) })
+            #expect(fixed.passed && fixed.isExhaustive, "\(fixed)")
+            #expect(article.contains("| \(bound) | \(fixed.schedulesExplored) |"), "bound \(bound): \(fixed)")
+        }
+    }
+
+    @Test func theExplorersDocCommentExampleRuns() async throws {
+        try await within(workloadPatience, "the example to run") {
+            let explorer = ScheduleExplorer(
+                model: TransferModel(), threads: 2, operationsPerThread: 1...2, preemptionBound: 2, seed: 7)
+            let report = await explorer.run(
+                setUp: { Ledger() },
+                inputs: TransferModel.generate,
+                perform: { ledger, input in ledger.apply(input) })
+            #expect(report.passed, "\(report)")
+        }
+    }
+}
