@@ -64,9 +64,9 @@ static int spin(exclusion_lock *lock) {
 }
 
 /// Waits for `lock` until `deadline` (CLOCK_MONOTONIC nanoseconds; 0 for no deadline); 1 once it
-/// holds it, 0 if the deadline passed first. It spins before it sleeps.
-static int wait_until(exclusion_lock *lock, uint64_t deadline) {
-    if (spin(lock)) {
+/// holds it, 0 if the deadline passed first. With `spinning`, it spins before it sleeps.
+static int wait_until(exclusion_lock *lock, uint64_t deadline, int spinning) {
+    if (spinning && spin(lock)) {
         return 1;
     }
     // Counted from here on: every release sees `sleepers` non-zero and takes the slow path.
@@ -104,15 +104,23 @@ static int wait_until(exclusion_lock *lock, uint64_t deadline) {
     return took;
 }
 
+int exclusion_lock_spin(exclusion_lock *lock) {
+    return spin(lock);
+}
+
 void exclusion_lock_wait(exclusion_lock *lock) {
-    (void)wait_until(lock, 0);
+    (void)wait_until(lock, 0, 1);
+}
+
+void exclusion_lock_wait_after_spinning(exclusion_lock *lock) {
+    if (!exclusion_lock_try(lock)) (void)wait_until(lock, 0, 0);
 }
 
 int exclusion_lock_wait_until(exclusion_lock *lock, uint64_t deadline) {
     if (exclusion_lock_try(lock)) {
         return 1;
     }
-    return wait_until(lock, deadline == 0 ? 1 : deadline);  // 0 means "none" inside
+    return wait_until(lock, deadline == 0 ? 1 : deadline, 1);  // 0 means "none" inside
 }
 
 void exclusion_lock_wake(exclusion_lock *lock) {

@@ -278,15 +278,15 @@ struct ContentionProfileTests {
         return (profile.stop().instances.first { $0.label == label }, measured)
     }
 
-    @Test func shortWaitsAreRecordedWithTheirHolders() async throws {
+    @Test func waitsWithinTheSpinAreLeftOutAndTheRestNameTheirHolders() async throws {
+        // Most of these waits end within the lock's spin and aren't recorded; those that slept
+        // are, each with the holder it took over from (or none, if that let go before the waiter
+        // counted itself), and never more than the waiter measured.
         let (instance, measured) = try await shortWaits(label: unique("short waits"))
-        let holders = instance?.holders ?? []
-        #expect((instance?.contentions ?? 0) > 0, "\(String(describing: instance))")
-        #expect((instance?.totalWait ?? .zero) <= measured)
-        #expect(holders.reduce(0) { $0 + $1.count } == instance?.contentions)
-        // A holder that let go before its waiter counted itself isn't asked; the others name theirs.
-        #expect(holders.contains { $0.site?.file == file }, "\(holders)")
-        #expect(holders.allSatisfy { $0.site == nil || $0.site?.file == file }, "\(holders)")
+        guard let instance else { return }
+        #expect(instance.totalWait <= measured)
+        #expect(instance.holders.reduce(0) { $0 + $1.count } == instance.contentions)
+        #expect(instance.holders.allSatisfy { $0.site == nil || $0.site?.file == file }, "\(instance.holders)")
     }
     #endif
 

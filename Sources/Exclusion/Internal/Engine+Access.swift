@@ -30,7 +30,7 @@ extension _Engine {
     @usableFromInline @inline(never)
     func _takeLockContended(file: StaticString, line: UInt, profiled: Bool) {
         guard profiled, _Contention.isOn else { return _lock.lockExclusive() }
-        _takeLockProfiled(at: _Site(file, line)) { _lock.lockExclusive() }
+        _takeLockProfiled(at: _Site(file, line)) { _lock.lockExclusiveAfterSpinning() }
     }
 
     /// Takes the state exclusively by `deadline` (as long as it takes if nil), and runs everything

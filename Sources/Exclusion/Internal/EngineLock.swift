@@ -18,6 +18,12 @@ protocol _EngineLock: Sendable {
 
     func lockExclusive()
     func tryLockExclusive() -> Bool
+    /// Exclusive access if it comes within the lock's own spin (at once, for a lock that doesn't
+    /// spin before it sleeps); false, holding nothing, otherwise.
+    func lockExclusiveBySpinning() -> Bool
+    /// Exclusive access as long as it takes, after `lockExclusiveBySpinning` failed: without a
+    /// second spin.
+    func lockExclusiveAfterSpinning()
     /// What `lockExclusive` does if nobody else holds the lock, and false, holding nothing, if
     /// somebody does: the engine's quick path, which sends a contended acquisition out of line.
     /// It may wait out readers on their way in or out (unlike `tryLockExclusive`), as
@@ -48,6 +54,8 @@ extension _Lock: _EngineLock {
 
     @inlinable func lockExclusive() { lock() }
     @inlinable func tryLockExclusive() -> Bool { tryLock() }
+    @usableFromInline func lockExclusiveBySpinning() -> Bool { lockBySpinning() }
+    @usableFromInline func lockExclusiveAfterSpinning() { lockAfterSpinning() }
     @inlinable func lockExclusiveIfFree() -> Bool { tryLock() }
     @inlinable func unlockExclusive() { unlock() }
     @usableFromInline func lockExclusive(before deadline: _Deadline) -> Bool { lock(before: deadline) }
@@ -76,6 +84,10 @@ extension _ReadersWriterLock: _EngineLock {
     }
 
     @inlinable func lockSharedQuickly(thread: UInt32) -> SharedTicket? { _tryFastShared(thread: thread) }
+
+    /// No spin of its own: one try.
+    @usableFromInline func lockExclusiveBySpinning() -> Bool { tryLockExclusive() }
+    @usableFromInline func lockExclusiveAfterSpinning() { lockExclusive() }
 
     /// Nothing to do: the lock frees itself when the engine lets go of it.
     @usableFromInline func destroy() {}

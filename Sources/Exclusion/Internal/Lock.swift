@@ -35,6 +35,19 @@ struct _Lock: @unchecked Sendable {
         exclusion_lock_try(_handle) != 0
     }
 
+    /// Takes the lock if it comes free within the spin a wait starts with (one try where nothing
+    /// spins); whether it did.
+    @usableFromInline
+    func lockBySpinning() -> Bool {
+        exclusion_lock_spin(_handle) != 0
+    }
+
+    /// Takes the lock as long as it takes, without spinning first: after `lockBySpinning` failed.
+    @usableFromInline
+    func lockAfterSpinning() {
+        exclusion_lock_wait_after_spinning(_handle)
+    }
+
     /// Waits for the lock until `deadline` at the latest, sleeping until a release or the
     /// deadline; whether it got it.
     @usableFromInline

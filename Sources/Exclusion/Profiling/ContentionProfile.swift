@@ -13,8 +13,8 @@ import Synchronization
 /// try report.pprof().write(to: URL(fileURLWithPath: "contention.pb.gz"))   // for `go tool pprof`
 /// ```
 ///
-/// Only acquisitions that have to wait are recorded: one that finds its instance free costs what it
-/// costs without a profile. Three kinds of wait are told apart (``ContentionReport/WaitKind``): a
+/// Only acquisitions that wait past the lock's own spin are recorded: one that finds its instance
+/// free costs what it costs without a profile. Three kinds of wait are told apart (``ContentionReport/WaitKind``): a
 /// thread blocked for the lock, a task suspended until its turn (`await access`), and an access
 /// waiting for its condition (`access(when:)`), which is not contention and is reported apart.
 ///

@@ -61,14 +61,11 @@ enum _Contention {
         }
     }
 
-    /// Whether a profile runs; a hint, read without ordering.
+    /// Whether a profile runs, a hint read without ordering; and the clock waits are timed with.
     @usableFromInline static var isOn: Bool { generation.load(ordering: .relaxed) != 0 }
-
-    /// Monotonic nanoseconds (`Deadline.swift`'s clock), what every wait is timed with.
     @usableFromInline static func now() -> UInt64 { exclusion_monotonic_now() }
 
-    /// Adds a wait of `nanoseconds` to the running profile, if one runs and samples it; `names`
-    /// (the instance's label and type) is asked for only for a row that is new.
+    /// Adds a wait to the running profile, if one runs and samples it; `names` only for a new row.
     static func record(_ key: _ContentionKey, nanoseconds: UInt64, names: () -> (String, String)) {
         let running = generation.load(ordering: .acquiring)
         guard running != 0 else { return }
@@ -117,15 +114,17 @@ struct _ContentionRows {
         seen += 1
         guard seen % sampleEvery == 0 else { return }
         let waited = Int(truncatingIfNeeded: nanoseconds)
-        if rows[key] == nil {
+        guard let index = rows.index(forKey: key) else {
             guard rows.count < _Contention.rowsPerStripe else { return dropped += 1 }
             let (label, type) = names()
             rows[key] = ContentionReport.Row(
-                label: label, type: type, kind: key.kind, waiter: .init(key.waiter), holder: .init(key.holder))
+                label: label, type: type, kind: key.kind, waiter: .init(key.waiter), holder: .init(key.holder),
+                count: 1, nanoseconds: waited, longest: waited)
+            return
         }
-        rows[key]!.count += 1
-        rows[key]!.nanoseconds += waited
-        rows[key]!.longest = max(rows[key]!.longest, waited)
+        rows.values[index].count += 1  // one lookup, then in place
+        rows.values[index].nanoseconds += waited
+        rows.values[index].longest = max(rows.values[index].longest, waited)
     }
 
     mutating func merge(_ other: _ContentionRows) {

@@ -12,8 +12,7 @@ struct _PendingWait {
 // access it waits for notes its call site on release: the holder it charges its wait to, as Go's
 // mutex profile charges the unlocker.
 extension _Engine {
-    /// A profiled access called at `site` starts waiting: for the lock (counted, so that the
-    /// holder notes where it was called from), or for its condition. Returns the wait's start.
+    /// A profiled wait begins: for the lock (counted, so that the holder notes its site), or not.
     func _lockWaitBegins(at site: _Site, forTheLock: Bool = true) -> UInt64 {
         let start = _Contention.now()
         if forTheLock { _releaseWork.profiledWaiterArrives() }
@@ -21,8 +20,10 @@ extension _Engine {
         return start
     }
 
-    /// Takes the lock exclusively with `lock` for an access called at `site`, timing the wait.
+    /// Takes the lock for an access called at `site`, timing the wait past the lock's spin (timing
+    /// and asking the holder cost a lock handed back and forth more than waits that short).
     func _takeLockProfiled(at site: _Site, _ lock: () -> Void) {
+        if _lock.lockExclusiveBySpinning() { return }
         let start = _lockWaitBegins(at: site)
         lock()
         _exclusiveWaitEnded(.blockedThread, at: site, since: start)

@@ -74,6 +74,13 @@ void exclusion_lock_init(exclusion_lock *lock);
 /// Waits for `lock` and takes it: the slow half of `exclusion_lock_lock`.
 void exclusion_lock_wait(exclusion_lock *lock);
 
+/// Takes `lock` if it comes free within the spin a wait starts with; 1 if it did, 0 if the spin
+/// ended first, holding nothing.
+int exclusion_lock_spin(exclusion_lock *lock);
+
+/// Takes `lock`, as long as it takes, without the spin: for a caller whose own spin just ended.
+void exclusion_lock_wait_after_spinning(exclusion_lock *lock);
+
 /// Waits for `lock` until `deadline` (`exclusion_monotonic_now` nanoseconds) at the latest and
 /// takes it; 1 if it did, 0 if the deadline passed first.
 int exclusion_lock_wait_until(exclusion_lock *lock, uint64_t deadline);

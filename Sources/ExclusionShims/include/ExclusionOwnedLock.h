@@ -61,6 +61,16 @@ static inline int exclusion_lock_try(exclusion_lock *lock) {
     return exclusion_system_lock_try(&lock->system);
 }
 
+/// As on Linux, for the same callers: nothing spins here, so one try.
+static inline int exclusion_lock_spin(exclusion_lock *lock) {
+    return exclusion_lock_try(lock);
+}
+
+/// As on Linux: the lock, as long as it takes.
+static inline void exclusion_lock_wait_after_spinning(exclusion_lock *lock) {
+    exclusion_system_lock_lock(&lock->system);
+}
+
 /// Takes `lock`, waiting for it as long as it takes, lending this thread's priority to its holder.
 static inline void exclusion_lock_lock(exclusion_lock *lock) {
     exclusion_system_lock_lock(&lock->system);
