@@ -287,7 +287,7 @@ public func drain(
 /// until the holder gives up after `patience`, and the answer is false.
 @MainActor
 public func awaitSuspends(
-    patience: Duration = .seconds(30), hold: @escaping @Sendable (_ inside: () -> Void) -> Void,
+    patience: Duration = ExclusionTestSupport.patience * 3, hold: @escaping @Sendable (_ inside: () -> Void) -> Void,
     awaitAccess: @MainActor () async -> Void
 ) async -> Bool {
     let inside = Flag()
@@ -299,7 +299,8 @@ public func awaitSuspends(
             if otherTaskRan.wait(timeout: patience) { holderSawIt.raise() }
         }
     }
-    guard await eventually(for: "the holder to be inside", { inside.isRaised }) else { return false }
+    // Polled on the main actor, so that nothing has to hop back to it once the holder is inside.
+    guard await eventuallyOnTheMainActor(for: "the holder to be inside", { inside.isRaised }) else { return false }
     Task { @MainActor in otherTaskRan.raise() }
     await awaitAccess()
     return holderSawIt.isRaised

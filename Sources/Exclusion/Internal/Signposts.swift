@@ -3,7 +3,7 @@
 #if canImport(os)
 import os
 
-/// On Apple platforms a running contention profile also marks its waits and holds as signpost
+/// On Apple platforms a running contention profile also marks its waits as signpost
 /// intervals (subsystem "Exclusion", category "Contention"), so that Instruments shows them on
 /// the timeline beside the program's own work:
 ///
