@@ -30,7 +30,7 @@ public struct ContentionReport: Sendable, CustomStringConvertible {
     public struct SiteWaits: Sendable, Hashable {
         /// The call site; nil for work that has none: asynchronous work run by whichever access
         /// held the state, reads, whose holders aren't noted, and holders that let go before
-        /// their waiter had counted itself as waiting (a wait of a few hundred nanoseconds).
+        /// their waiter had counted itself as waiting (just after its spin).
         public let site: Site?
         public let count: Int
         public let wait: Duration
