@@ -31,13 +31,13 @@ func plantedBugExplorer<Model: SequentialModel>(_ model: Model) -> ScheduleExplo
     ScheduleExplorer(model: model, threads: 2, operationsPerThread: 1...2, preemptionBound: 2, seed: 7)
 }
 
-/// Replays `schedule` with `explorer`, for at most an event's patience.
+/// Replays `schedule` with `explorer`, for at most a workload's patience, as an exploration.
 func replay<Model: SequentialModel, Object: Sendable>(
     _ schedule: Schedule, with explorer: ScheduleExplorer<Model>, sourceLocation: SourceLocation = #_sourceLocation,
     setUp: @escaping @Sendable () -> Object, inputs: @escaping @Sendable (inout ScenarioGenerator) -> Model.Input,
     perform: @escaping @Sendable (Object, Model.Input) throws -> Model.Output
 ) async throws -> ScheduleReport<Model.Input, Model.Output> {
-    try await within(patience, "the replay to end", sourceLocation: sourceLocation) {
+    try await within(workloadPatience, "the replay to end", sourceLocation: sourceLocation) {
         await explorer.replay(schedule, setUp: setUp, inputs: inputs, perform: perform)
     }
 }
