@@ -29,12 +29,13 @@ failures=0
 # runs all its rounds, or a minute and a half on a machine so busy that they take longer; a planted bug
 # runs until its first lost wake-up (a few rounds here), for up to four minutes.
 run() {
-    local binary=$1 expected=$2 mode=${3:-}
+    local binary=$1 expected=$2
+    local -a mode=("${@:3}")
     local output lost
     if [ "$expected" = some ]; then
-        output=$("$work/$binary" $mode --until-lost --seconds 240 "$rounds")
+        output=$("$work/$binary" "${mode[@]}" --until-lost --seconds 240 "$rounds")
     else
-        output=$("$work/$binary" $mode --seconds 90 "$rounds")
+        output=$("$work/$binary" "${mode[@]}" --seconds 90 "$rounds")
     fi
     lost=$(sed -n 's/.*lost wake-ups \([0-9]*\).*/\1/p' <<<"$output")
     local verdict=ok
