@@ -65,9 +65,24 @@ extension _Engine {
         _ thread: _CurrentThread, _ deliveries: borrowing Outbox, file: StaticString = "", line: UInt = 0
     ) {
         if _releaseWork.isDue {
-            _serveWaitersAndUnlock(thread, copy deliveries, file: file, line: line)
+            _releaseWhenDue(thread, deliveries, file: file, line: line)
         } else {
             _leaveAndUnlock(thread, deliveries)
+        }
+    }
+
+    /// A release with something to do. When all it has to do is note its call site for a profiled
+    /// waiter, it does that and lets go as a release with nothing to do would: a holder may let go
+    /// thousands of times while one waiter sleeps, and none of them should cost more than that.
+    @inlinable @inline(__always)
+    func _releaseWhenDue(
+        _ thread: _CurrentThread, _ deliveries: borrowing Outbox, file: StaticString, line: UInt
+    ) {
+        if _releaseWork.onlyProfiledWaiters {
+            _releaseWork.noteHolder(file: file, line: line)
+            _leaveAndUnlock(thread, deliveries)
+        } else {
+            _serveWaitersAndUnlock(thread, copy deliveries, file: file, line: line)
         }
     }
 

@@ -23,8 +23,8 @@ final class _ReleaseWork: @unchecked Sendable {
     /// The profiled wait of the access holding the state, to be recorded after its release.
     var pendingWait: _PendingWait?
 
-    private static var profiledWaiter: Int { 1 << 32 }
-    private static var pendingFlag: Int { 1 << 62 }
+    @usableFromInline static var profiledWaiter: Int { 1 << 32 }
+    @usableFromInline static var pendingFlag: Int { 1 << 62 }
 
     init() {}
 
@@ -44,6 +44,18 @@ final class _ReleaseWork: @unchecked Sendable {
     /// Whether an access waits for the lock while a profile runs: the releaser's site is wanted.
     var hasProfiledWaiters: Bool {
         word.load(ordering: .relaxed) & (Self.pendingFlag - 1) >= Self.profiledWaiter
+    }
+
+    /// Whether all a release has to do is note its call site for profiled waiters: no sleepers, no
+    /// pending wait.
+    @inlinable var onlyProfiledWaiters: Bool {
+        word.load(ordering: .relaxed) & (Self.pendingFlag | (Self.profiledWaiter - 1)) == 0
+    }
+
+    /// Notes the releasing access's call site, for the profiled waiters; call holding the state
+    /// exclusively.
+    @usableFromInline func noteHolder(file: StaticString, line: UInt) {
+        holder = _Site(file, line)
     }
 
     /// Whether the access holding the state exclusively has a wait to record on release.
