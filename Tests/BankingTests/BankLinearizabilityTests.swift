@@ -79,21 +79,7 @@ struct BankLinearizabilityTests {
             setUp: { model.makeBank(.serial, notifyingOn: Self.notifications) },
             inputs: Self.generate,
             perform: { bank, input in
-                guard case .transfer(let source, let destination, let amount) = input,
-                    source >= 0, destination >= 0, source != destination, amount > 0
-                else {
-                    return BankModel.perform(input, on: bank, foreignAccount: Self.foreignAccount)
-                }
-                // The broken variant: take the money out in one access, put it in with another.
-                let accounts = bank.accounts
-                guard source < accounts.count, destination < accounts.count else { return .noSuchAccount }
-                do throws(BankError) {
-                    try accounts[source].subtractMoney(Money(minorUnits: amount))
-                    try accounts[destination].addMoney(Money(minorUnits: amount))
-                    return .done
-                } catch {
-                    return .refused(error)
-                }
+                BankModel.performTransferringInTwoAccesses(input, on: bank, foreignAccount: Self.foreignAccount)
             })
         print("Bank with a two-access transfer, caught: \(report.description.prefix { $0 != "\n" })")
         #expect(report.violation != nil, "\(report)")

@@ -48,19 +48,8 @@ struct BankScheduleTests {
                     generator.thread == 0 ? .transfer(0, 1, 60) : .total
                 },
                 perform: { bank, input in
-                    guard case .transfer(let source, let destination, let amount) = input else {
-                        return BankModel.perform(
-                            input, on: bank, foreignAccount: Self.foreignAccount)
-                    }
-                    // The broken variant: take the money out in one access, put it in with another.
-                    let accounts = bank.accounts
-                    do throws(BankError) {
-                        try accounts[source].subtractMoney(Money(minorUnits: amount))
-                        try accounts[destination].addMoney(Money(minorUnits: amount))
-                        return .done
-                    } catch {
-                        return .refused(error)
-                    }
+                    BankModel.performTransferringInTwoAccesses(
+                        input, on: bank, foreignAccount: Self.foreignAccount)
                 })
         }
         let failure = try #require(report.failure, "\(report)")

@@ -106,6 +106,28 @@ struct BankModel: SequentialModel {
     }
 }
 
+extension BankModel {
+    /// `perform` with a broken transfer, the bug the scenario and schedule tests must catch: the
+    /// money leaves the source in one access and reaches the destination in another, so a total
+    /// taken in between misses it. Every other input is performed as `perform` does.
+    static func performTransferringInTwoAccesses(_ input: Input, on bank: Bank, foreignAccount: Account) -> BankOutput {
+        guard case .transfer(let source, let destination, let amount) = input,
+            source >= 0, destination >= 0, source != destination, amount > 0
+        else {
+            return perform(input, on: bank, foreignAccount: foreignAccount)
+        }
+        let accounts = bank.accounts
+        guard source < accounts.count, destination < accounts.count else { return .noSuchAccount }
+        do throws(BankError) {
+            try accounts[source].subtractMoney(Money(minorUnits: amount))
+            try accounts[destination].addMoney(Money(minorUnits: amount))
+            return .done
+        } catch {
+            return .refused(error)
+        }
+    }
+}
+
 /// What one bank operation came to.
 enum BankOutput: Equatable, Sendable {
     case done
