@@ -157,7 +157,7 @@ extension _Engine {
         file: StaticString = "", line: UInt = 0
     ) {
         let pending = _releaseWork.takePendingWait()
-        if _releaseWork.hasProfiledWaiters { _releaseWork.holder = _Site(file, line) }
+        if _releaseWork.hasProfiledWaiters { _releaseWork.noteHolder(file: file, line: line) }
         var deliveries = deliveries
         var woken: DispatchSemaphore?
         serving: while _releaseWork.hasSleepers {
