@@ -67,11 +67,13 @@ extension ScheduleExploration {
         outcome.decisions = step(execution, &chooser)
         outcome.steps = execution.lock.withLock { execution.steps }
         outcome.history = history.withLock { $0 }.sorted { $0.call < $1.call }
-        outcome.table = execution.lock.withLock {
-            ScheduleTable.render(columns: execution.entities.map(\.name), events: execution.events)
-        }
         outcome.usedUnseen = execution.lock.withLock { execution.usedUnseen }
         judge(execution, &outcome)
+        if outcome.failure != nil {  // only a failure's table is shown
+            outcome.table = execution.lock.withLock {
+                ScheduleTable.render(columns: execution.entities.map(\.name), events: execution.events)
+            }
+        }
         return outcome
     }
 

@@ -7,11 +7,11 @@ import Foundation
 extension ScheduledExecution {
     /// Waits until the coordinator grants `entity` a step, and returns how it goes on.
     ///
-    /// An entity may stand at a switch point as long as the others run, so each wait has a limit
-    /// and is taken up again. An abandoned entity (stopped at a failure) stays here for good: it
-    /// can't go on without stopping the process, and nothing waits for it.
+    /// An entity may stand at a switch point as long as the others run, so the wait has no limit
+    /// of its own (the coordinator's steps have). An abandoned entity (stopped at a failure) stays
+    /// here for good: it can't go on without stopping the process, and nothing waits for it.
     func awaitGrant(_ entity: ScheduledEntity) -> ScheduledEntity.Grant {
-        while entity.wake.wait(timeout: .now() + .seconds(1)) == .timedOut {}
+        entity.wake.wait()
         return lock.withLock { entity.grant }
     }
 
@@ -81,23 +81,21 @@ extension ScheduledExecution {
 
     /// A scenario thread calls an operation; returns the call's time on the history's clock.
     func noteCall(_ entity: ScheduledEntity, _ operation: String) -> UInt64 {
-        let held = ScheduleSeam.instancesHeldByCurrentThread()
-        return lock.withLock {
-            noteHeld(entity, held)
-            steps[steps.count - 1].calls = true
-            note(entity, "calls \(operation)")
-            clock += 1
-            return clock
-        }
+        noteHistory(entity, "calls \(operation)") { $0.calls = true }
     }
 
     /// The operation returned `output`; returns the return's time on the history's clock.
     func noteReturn(_ entity: ScheduledEntity, _ output: String) -> UInt64 {
+        noteHistory(entity, "returns \(output)") { $0.returns = true }
+    }
+
+    /// Notes a call or a return in the current step (`mark`) and the table; returns its time.
+    private func noteHistory(_ entity: ScheduledEntity, _ event: String, mark: (inout ScheduleStep) -> Void) -> UInt64 {
         let held = ScheduleSeam.instancesHeldByCurrentThread()
         return lock.withLock {
             noteHeld(entity, held)
-            steps[steps.count - 1].returns = true
-            note(entity, "returns \(output)")
+            mark(&steps[steps.count - 1])
+            note(entity, event)
             clock += 1
             return clock
         }

@@ -75,9 +75,7 @@ public struct ScheduledInstance: Sendable {
 }
 
 /// What `ScheduledInstance` asks of an engine.
-protocol _ScheduleInspectable: AnyObject, Sendable {
-    var label: String { get }
-    var _typeName: String { get }
+protocol _ScheduleInspectable: _LockOrderNamed, Sendable {
     var _hasPendingWork: Bool { get }
 }
 
