@@ -8,7 +8,7 @@
 // memory no cache holds, as a critical section that updates shared state does: the release's
 // store then waits behind those writes in the processor's store buffer, which is the window a
 // missing fence leaves open. (Without them the window is a few nanoseconds, and the planted bugs
-// showed up anywhere from once in 3,000 rounds to not once in 5,000,000.) The holder then gives
+// showed up by luck; README.md here has the figures.) The holder then gives
 // the waiter a generous while to get in. A waiter asleep in the kernel while the lock is free,
 // with no wake-up on its way, is a lost wake-up: counted, then ended by a real release. Between
 // rounds the holder takes and gives back the lock alone until the contention episode ends, so

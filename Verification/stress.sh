@@ -27,7 +27,7 @@ build plain-store-release -include "$here/plants/plain-store-release.h"
 failures=0
 # run BINARY EXPECTED [--fallback]: EXPECTED is "none" or "some" lost wake-ups. The lock as shipped
 # runs all its rounds, or a minute and a half on a machine so busy that they take longer; a planted bug
-# runs until its first lost wake-up (a few rounds here), for up to four minutes.
+# runs until its first lost wake-up, for up to four minutes.
 run() {
     local binary=$1 expected=$2
     local -a mode=("${@:3}")

@@ -38,12 +38,6 @@ public final class Exclusive<State>: Sendable {
         _engine = _Engine(initialState, kind: "Exclusive", label: label)
     }
 
-    /// An instance whose waiters wait in `waitList`: for tests, which plant bugs in it to show that
-    /// they catch them.
-    init(_ initialState: sending State, label: String, waitList: _WaitList<State>) {
-        _engine = _Engine(initialState, kind: "Exclusive", label: label, waitList: waitList)
-    }
-
     deinit {
         // Nothing can reach the state any more, so no value will change: iterators of `values`
         // end (awaited and submitted accesses end when the engine does).

@@ -72,8 +72,8 @@ extension _Engine {
     }
 
     /// A release with something to do. When all it has to do is note its call site for a profiled
-    /// waiter, it does that and lets go as a release with nothing to do would: a holder may let go
-    /// thousands of times while one waiter sleeps, and none of them should cost more than that.
+    /// waiter, it does that and lets go as a release with nothing to do would, specialized and
+    /// inlined: a holder may let go many times while one waiter sleeps.
     @inlinable @inline(__always)
     func _releaseWhenDue(
         _ thread: _CurrentThread, _ deliveries: borrowing Outbox, file: StaticString, line: UInt

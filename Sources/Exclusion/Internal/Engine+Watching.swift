@@ -26,6 +26,7 @@ extension _Engine {
     func _takeLock(before deadline: _Deadline, file: StaticString, line: UInt) -> Bool {
         if _lock.tryLockExclusive() { return true }
         guard _Contention.isOn else { return _takeLockWatched(before: deadline, file: file, line: line) }
+        if _lock.lockExclusiveBySpinning() { return true }  // a wait that ends in the spin isn't recorded
         let start = _lockWaitBegins(at: _Site(file, line))
         let locked = _takeLockWatched(before: deadline, file: file, line: line)
         if locked {

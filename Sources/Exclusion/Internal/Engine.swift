@@ -47,10 +47,10 @@ final class _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
     /// Last, so that the fields above have offsets known at compile time whatever the lock is.
     @usableFromInline let _lock = Lock()
 
-    init(_ initialState: sending State, kind: StaticString, label: String, waitList: _WaitList<State> = _WaitList()) {
+    init(_ initialState: sending State, kind: StaticString, label: String) {
         self.label = label
-        _waitList = waitList
-        _releaseWork = waitList.releaseWork
+        _waitList = _WaitList()
+        _releaseWork = _waitList.releaseWork
         _watchesWaits = _StuckWait.threshold != nil
         _kind = kind
         _state = .allocate(capacity: 1)
