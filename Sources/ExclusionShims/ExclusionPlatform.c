@@ -120,18 +120,36 @@ uint32_t exclusion_system_thread_id_slow(void) {
 }
 
 void exclusion_system_lock_wait(exclusion_system_lock *lock) {
-    // The kernel takes the lock for this thread, marking the word so that its owner's release
-    // comes back to it, and lends this thread's priority to the owner meanwhile. EINTR can't
-    // happen for this operation; anything else means the word is not a lock.
-    while (syscall(SYS_futex, &lock->owner, FUTEX_LOCK_PI_PRIVATE, 0, NULL, NULL, 0) != 0) {
-        if (errno != EINTR && errno != EAGAIN) {
-            exclusion_fail("Exclusion: the kernel refused to lock a priority-inheriting futex; stopping.\n");
+    uint32_t self = exclusion_system_thread();
+    uint32_t current = __atomic_load_n(&lock->owner, __ATOMIC_RELAXED);
+    for (;;) {
+        if (current == 0) {
+            // Taken with the sleepers bit set, whether or not others still sleep: its release then
+            // wakes the next, instead of stranding it (the bit can't tell one sleeper from many).
+            if (__atomic_compare_exchange_n(&lock->owner, &current, self | EXCLUSION_SYSTEM_LOCK_SLEEPERS, 0,
+                                            __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+                return;
+            }
+            continue;
         }
+        if ((current & ~EXCLUSION_SYSTEM_LOCK_SLEEPERS) == self) {
+            exclusion_fail("Exclusion: a thread waited for a lock it holds; stopping.\n");
+        }
+        if (!(current & EXCLUSION_SYSTEM_LOCK_SLEEPERS)) {
+            uint32_t marked = current | EXCLUSION_SYSTEM_LOCK_SLEEPERS;
+            if (!__atomic_compare_exchange_n(&lock->owner, &current, marked, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+                continue;
+            }
+            current = marked;
+        }
+        // Returns at once if the word changed since it was read (the lock was given back).
+        (void)exclusion_sleep_on(&lock->owner, current, 0);
+        current = __atomic_load_n(&lock->owner, __ATOMIC_RELAXED);
     }
 }
 
 void exclusion_system_lock_hand_over(exclusion_system_lock *lock) {
-    uint32_t owner = __atomic_load_n(&lock->owner, __ATOMIC_RELAXED) & FUTEX_TID_MASK;
+    uint32_t owner = __atomic_load_n(&lock->owner, __ATOMIC_RELAXED) & ~EXCLUSION_SYSTEM_LOCK_SLEEPERS;
     if (owner != exclusion_system_thread()) {
         // Where it happened, which the crash report of a process stopped by abort() may not show:
         // this is what the portable build exists to find.
@@ -142,9 +160,10 @@ void exclusion_system_lock_hand_over(exclusion_system_lock *lock) {
         backtrace_symbols_fd(frames, backtrace(frames, 64), 2);
         abort();
     }
-    if (syscall(SYS_futex, &lock->owner, FUTEX_UNLOCK_PI_PRIVATE, 0, NULL, NULL, 0) != 0) {
-        exclusion_fail("Exclusion: the kernel refused to unlock a priority-inheriting futex; stopping.\n");
-    }
+    // The exchange, not a store: as `os_unfair_lock_unlock`, an atomic read-modify-write with
+    // releasing order, which the owned lock's release relies on (`ExclusionOwnedLock.h`).
+    (void)__atomic_exchange_n(&lock->owner, 0, __ATOMIC_RELEASE);
+    exclusion_wake_one(&lock->owner);
 }
 
 #endif

@@ -88,15 +88,21 @@ static inline void exclusion_system_lock_unlock(exclusion_system_lock *lock) {
 
 #else
 
-/// The stand-in for `os_unfair_lock` in the portable build: a Linux priority-inheriting futex, of
-/// the same shape. The word holds its owner's thread ID (and the kernel's waiters bit); a thread
-/// that waits sleeps in the kernel, which lends the owner its priority; giving it back is an atomic
-/// read-modify-write; and giving back a lock the thread doesn't own stops the process, as
-/// `os_unfair_lock` does. Unlike `os_unfair_lock`, the kernel hands a contended lock straight to
-/// its first waiter.
+/// The stand-in for `os_unfair_lock` in the portable build, of the same shape: the word holds its
+/// owner's thread ID, and a bit that says threads sleep on it; a thread that finds it taken sleeps
+/// on the word (a futex); giving it back clears the word with an atomic exchange and, if anyone
+/// sleeps, wakes one, which then takes it like anybody else. Like `os_unfair_lock` it is unfair:
+/// a releasing thread that comes straight back may take the lock again before the woken one runs
+/// (a lock that hands itself to its first waiter, as a priority-inheriting futex does, makes every
+/// release on a busy machine wait for that waiter to be scheduled). Giving back a lock the thread
+/// doesn't own stops the process, as `os_unfair_lock` does. What it can't stand in for: the
+/// priority a waiter lends the owner, which only Apple's kernel gives.
 typedef struct {
     uint32_t owner;
 } exclusion_system_lock;
+
+/// In `owner`: threads sleep on the word, and its release must wake one. Thread IDs stay below it.
+#define EXCLUSION_SYSTEM_LOCK_SLEEPERS 0x80000000u
 
 /// The calling thread's ID, as the kernel knows it; read once per thread.
 uint32_t exclusion_system_thread_id_slow(void);
@@ -107,10 +113,10 @@ static inline uint32_t exclusion_system_thread(void) {
     return __builtin_expect(id != 0, 1) ? id : exclusion_system_thread_id_slow();
 }
 
-/// Sleeps in the kernel until the lock is this thread's.
+/// Sleeps on the word until the lock is this thread's.
 void exclusion_system_lock_wait(exclusion_system_lock *lock);
 
-/// Gives a lock back that a thread waits for, or stops the process if this thread doesn't own it.
+/// Gives back a lock that threads sleep on, or stops the process if this thread doesn't own it.
 void exclusion_system_lock_hand_over(exclusion_system_lock *lock);
 
 static inline void exclusion_system_lock_init(exclusion_system_lock *lock) {
