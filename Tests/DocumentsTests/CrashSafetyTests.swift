@@ -44,9 +44,11 @@ struct CrashSafetyTests {
     @Test(arguments: 0..<4)
     func aStoreKilledAtAnyMomentReopensWithWholeDocuments(round: Int) async throws {
         if round == 0 { try? FileManager.default.removeItem(at: crashStore) }
-        await #expect(processExitsWith: .signal(SIGKILL)) {
-            stopIfStuck()
-            await saveUntilKilled()
+        await offTheSharedPool {
+            await #expect(processExitsWith: .signal(SIGKILL)) {
+                stopIfStuck()
+                await saveUntilKilled()
+            }
         }
         let reopened = try DocumentManager(directory: crashStore)
         for name in reopened.allDocs {

@@ -77,60 +77,72 @@ private func expectInversionMessage(
 @Suite("Lock order", .serialized, .timeLimit(.minutes(10)))
 struct LockOrderTests {
     @Test func twoInstancesNestedInBothOrdersStopTheProcess() async {
-        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            stopIfStuck()
-            turnLockOrderCheck(on: true)
-            nestInBothOrders()
+        let result = await offTheSharedPool {
+            await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+                stopIfStuck()
+                turnLockOrderCheck(on: true)
+                nestInBothOrders()
+            }
         }
         expectInversionMessage(result, naming: ["checking", "savings"])
     }
 
     @Test func aCycleThroughThreeInstancesStopsTheProcess() async {
-        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            stopIfStuck()
-            turnLockOrderCheck(on: true)
-            closeACycleOfThree()
+        let result = await offTheSharedPool {
+            await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+                stopIfStuck()
+                turnLockOrderCheck(on: true)
+                closeACycleOfThree()
+            }
         }
         expectInversionMessage(result, naming: ["ledger", "audit log", "document index"])
     }
 
     @Test func readsCountAsWellAsWrites() async {
         // A read waits behind a waiting writer, so it can be part of a deadlock too.
-        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            stopIfStuck()
-            turnLockOrderCheck(on: true)
-            nestAReadInsideAnAccessBothWays()
+        let result = await offTheSharedPool {
+            await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+                stopIfStuck()
+                turnLockOrderCheck(on: true)
+                nestAReadInsideAnAccessBothWays()
+            }
         }
         expectInversionMessage(result, naming: ["ledger", "document index"])
     }
 
     @Test func waitingForAConditionCountsAsNesting() async {
-        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            stopIfStuck()
-            turnLockOrderCheck(on: true)
-            waitForAConditionInsideAnotherBothWays()
+        let result = await offTheSharedPool {
+            await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+                stopIfStuck()
+                turnLockOrderCheck(on: true)
+                waitForAConditionInsideAnotherBothWays()
+            }
         }
         expectInversionMessage(result, naming: ["queue", "statistics"])
     }
 
     @Test func theEnvironmentCanTurnTheCheckOff() async {
-        await #expect(processExitsWith: .success) {
-            stopIfStuck()
-            turnLockOrderCheck(on: false)
-            nestInBothOrders()
+        await offTheSharedPool {
+            await #expect(processExitsWith: .success) {
+                stopIfStuck()
+                turnLockOrderCheck(on: false)
+                nestInBothOrders()
+            }
         }
     }
 
     @Test func oneOrderFromManyThreadsIsFine() async {
-        await #expect(processExitsWith: .success) {
-            stopIfStuck()
-            turnLockOrderCheck(on: true)
-            let outer = Exclusive(0, label: "outer")
-            let inner = ReadersWriter(0, label: "inner")
-            DispatchQueue.concurrentPerform(iterations: 4) { _ in
-                for _ in 0..<1_000 {
-                    outer.access { _ in inner.write { $0 += 1 } }
-                    _ = inner.read { $0 }  // alone, not nested: no order
+        await offTheSharedPool {
+            await #expect(processExitsWith: .success) {
+                stopIfStuck()
+                turnLockOrderCheck(on: true)
+                let outer = Exclusive(0, label: "outer")
+                let inner = ReadersWriter(0, label: "inner")
+                DispatchQueue.concurrentPerform(iterations: 4) { _ in
+                    for _ in 0..<1_000 {
+                        outer.access { _ in inner.write { $0 += 1 } }
+                        _ = inner.read { $0 }  // alone, not nested: no order
+                    }
                 }
             }
         }
@@ -139,16 +151,18 @@ struct LockOrderTests {
     @Test func aFreedInstanceTakesItsOrderWithIt() async {
         // Freed instances' addresses are reused; orders recorded for the old ones must not
         // be held against the new ones.
-        await #expect(processExitsWith: .success) {
-            stopIfStuck()
-            turnLockOrderCheck(on: true)
-            for round in 0..<2_000 {
-                let first = Exclusive(0, label: "first")
-                let second = Exclusive(0, label: "second")
-                if round.isMultiple(of: 2) {
-                    first.access { _ in second.access { $0 += 1 } }
-                } else {
-                    second.access { _ in first.access { $0 += 1 } }
+        await offTheSharedPool {
+            await #expect(processExitsWith: .success) {
+                stopIfStuck()
+                turnLockOrderCheck(on: true)
+                for round in 0..<2_000 {
+                    let first = Exclusive(0, label: "first")
+                    let second = Exclusive(0, label: "second")
+                    if round.isMultiple(of: 2) {
+                        first.access { _ in second.access { $0 += 1 } }
+                    } else {
+                        second.access { _ in first.access { $0 += 1 } }
+                    }
                 }
             }
         }

@@ -143,11 +143,13 @@ struct LockTests {
     @Test func aLockGivenBackByAThreadThatDoesNotHoldItStopsTheProcess() async {
         // As `os_unfair_lock` does on Apple platforms, and its stand-in in the portable build: so
         // that the portable build catches code that would crash there.
-        await #expect(processExitsWith: .failure) {
-            stopIfStuck()
-            let lock = _Lock()
-            await onItsOwnThread { lock.lock() }
-            lock.unlock()
+        await offTheSharedPool {
+            await #expect(processExitsWith: .failure) {
+                stopIfStuck()
+                let lock = _Lock()
+                await onItsOwnThread { lock.lock() }
+                lock.unlock()
+            }
         }
     }
     #endif
@@ -159,32 +161,34 @@ struct LockTests {
     @Test func aContentionEpisodeIsFencedOnceAndEndsWhenTheLockIsQuiet() async throws {
         try #require(exclusion_lock_testing_is_fenced() != 0, "membarrier is not used on this machine")
         // In a process of its own, so that no other test's lock fences meanwhile.
-        await #expect(processExitsWith: .success) {
-            stopIfStuck()
-            let lock = _Lock()
-            let holder = await Holder(lock)
-            let finished = Countdown(2)
-            let fencesBefore = exclusion_lock_fences()
-            var sleeping = true
-            for sleepers in 1...2 {
-                onNewThread {
+        await offTheSharedPool {
+            await #expect(processExitsWith: .success) {
+                stopIfStuck()
+                let lock = _Lock()
+                let holder = await Holder(lock)
+                let finished = Countdown(2)
+                let fencesBefore = exclusion_lock_fences()
+                var sleeping = true
+                for sleepers in 1...2 {
+                    onNewThread {
+                        lock.lock()
+                        lock.unlock()
+                        finished.arrive()
+                    }
+                    sleeping = await eventually { exclusion_lock_testing_waiters(lock._handle) == sleepers } && sleeping
+                }
+                let fencedOnce = exclusion_lock_fences() - fencesBefore == 1
+                await holder.release()
+                await finished.wait()
+                // Releases take the slow path until enough of them found nobody waiting.
+                let lasts = exclusion_lock_testing_in_episode(lock._handle) != 0
+                for _ in 0..<EXCLUSION_LOCK_QUIET_RELEASES {
                     lock.lock()
                     lock.unlock()
-                    finished.arrive()
                 }
-                sleeping = await eventually { exclusion_lock_testing_waiters(lock._handle) == sleepers } && sleeping
+                let ends = exclusion_lock_testing_in_episode(lock._handle) == 0
+                exit(sleeping && fencedOnce && lasts && ends ? EXIT_SUCCESS : EXIT_FAILURE)
             }
-            let fencedOnce = exclusion_lock_fences() - fencesBefore == 1
-            await holder.release()
-            await finished.wait()
-            // Releases take the slow path until enough of them found nobody waiting.
-            let lasts = exclusion_lock_testing_in_episode(lock._handle) != 0
-            for _ in 0..<EXCLUSION_LOCK_QUIET_RELEASES {
-                lock.lock()
-                lock.unlock()
-            }
-            let ends = exclusion_lock_testing_in_episode(lock._handle) == 0
-            exit(sleeping && fencedOnce && lasts && ends ? EXIT_SUCCESS : EXIT_FAILURE)
         }
     }
 
@@ -192,14 +196,16 @@ struct LockTests {
         // The symmetric protocol, for kernels or sandboxes without `membarrier` and for processors
         // other than x86-64, in a process of its own: the switch has to happen before any lock is
         // used. That the symmetric protocol is the one running is checked: no lock fences.
-        await #expect(processExitsWith: .success) {
-            stopIfStuck()
-            exclusion_lock_testing_use_symmetric_protocol()
-            let fencesBefore = exclusion_lock_fences()
-            let excludes = await lostUpdates(taking: takeWaiting, releasing: { $0.unlock() }) == 0
-            let wakes = await sleepersWake(releasing: { $0.unlock() }, patience: .seconds(30))
-            let symmetric = exclusion_lock_testing_is_fenced() == 0 && exclusion_lock_fences() == fencesBefore
-            exit(excludes && wakes && symmetric ? EXIT_SUCCESS : EXIT_FAILURE)
+        await offTheSharedPool {
+            await #expect(processExitsWith: .success) {
+                stopIfStuck()
+                exclusion_lock_testing_use_symmetric_protocol()
+                let fencesBefore = exclusion_lock_fences()
+                let excludes = await lostUpdates(taking: takeWaiting, releasing: { $0.unlock() }) == 0
+                let wakes = await sleepersWake(releasing: { $0.unlock() }, patience: .seconds(30))
+                let symmetric = exclusion_lock_testing_is_fenced() == 0 && exclusion_lock_fences() == fencesBefore
+                exit(excludes && wakes && symmetric ? EXIT_SUCCESS : EXIT_FAILURE)
+            }
         }
     }
     #endif

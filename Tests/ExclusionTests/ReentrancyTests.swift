@@ -110,82 +110,100 @@ private func expectReentrancyMessage(
 
 extension ReentrancyTests {
     @Test func accessInsideAccess() async {
-        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            stopIfStuck()
-            accessInAccess()
+        let result = await offTheSharedPool {
+            await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+                stopIfStuck()
+                accessInAccess()
+            }
         }
         expectReentrancyMessage(result, type: "Exclusive<Ledger>", label: "bank ledger", attempted: "access")
     }
 
     @Test func accessInsideAnAsyncAccessBody() async {
-        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            stopIfStuck()
-            accessInAccessAsync()
-            try await Task.sleep(for: .seconds(120))  // the access stops the process long before
+        let result = await offTheSharedPool {
+            await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+                stopIfStuck()
+                accessInAccessAsync()
+                try await Task.sleep(for: .seconds(120))  // the access stops the process long before
+            }
         }
         expectReentrancyMessage(result, type: "Exclusive<Ledger>", label: "bank ledger", attempted: "access")
     }
 
     @Test func accessInsideAnAsyncAccessWithCompletion() async {
-        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            stopIfStuck()
-            accessInAccessAsyncWithCompletion()
-            try await Task.sleep(for: .seconds(120))  // the access stops the process long before
+        let result = await offTheSharedPool {
+            await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+                stopIfStuck()
+                accessInAccessAsyncWithCompletion()
+                try await Task.sleep(for: .seconds(120))  // the access stops the process long before
+            }
         }
         expectReentrancyMessage(result, type: "Exclusive<Ledger>", label: "bank ledger", attempted: "access")
     }
 
     @Test func writeInsideRead() async {
-        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            stopIfStuck()
-            writeInRead()
+        let result = await offTheSharedPool {
+            await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+                stopIfStuck()
+                writeInRead()
+            }
         }
         expectReentrancyMessage(
             result, type: "ReadersWriter<Array<String>>", label: "document index", attempted: "write")
     }
 
     @Test func readInsideWrite() async {
-        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            stopIfStuck()
-            readInWrite()
+        let result = await offTheSharedPool {
+            await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+                stopIfStuck()
+                readInWrite()
+            }
         }
         expectReentrancyMessage(
             result, type: "ReadersWriter<Array<String>>", label: "document index", attempted: "read")
     }
 
     @Test func readInsideRead() async {
-        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            stopIfStuck()
-            readInRead()
+        let result = await offTheSharedPool {
+            await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+                stopIfStuck()
+                readInRead()
+            }
         }
         expectReentrancyMessage(
             result, type: "ReadersWriter<Array<String>>", label: "document index", attempted: "read")
     }
 
     @Test func writeInsideWrite() async {
-        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            stopIfStuck()
-            writeInWrite()
+        let result = await offTheSharedPool {
+            await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+                stopIfStuck()
+                writeInWrite()
+            }
         }
         expectReentrancyMessage(
             result, type: "ReadersWriter<Array<String>>", label: "document index", attempted: "write")
     }
 
     @Test func readInsideAnAsyncWriteBody() async {
-        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            stopIfStuck()
-            readInWriteAsync()
-            try await Task.sleep(for: .seconds(120))  // the access stops the process long before
+        let result = await offTheSharedPool {
+            await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+                stopIfStuck()
+                readInWriteAsync()
+                try await Task.sleep(for: .seconds(120))  // the access stops the process long before
+            }
         }
         expectReentrancyMessage(
             result, type: "ReadersWriter<Array<String>>", label: "document index", attempted: "read")
     }
 
     @Test func writeInsideAnAsyncReadBody() async {
-        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            stopIfStuck()
-            writeInReadAsync()
-            try await Task.sleep(for: .seconds(120))  // the access stops the process long before
+        let result = await offTheSharedPool {
+            await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+                stopIfStuck()
+                writeInReadAsync()
+                try await Task.sleep(for: .seconds(120))  // the access stops the process long before
+            }
         }
         expectReentrancyMessage(
             result, type: "ReadersWriter<Array<String>>", label: "document index", attempted: "write")

@@ -71,10 +71,12 @@ private func expectReport(
 @Suite("Stuck waits", .serialized, .timeLimit(.minutes(10)))
 struct StuckWaitTests {
     @Test func aThreadBlockedOnAHeldInstanceIsReportedOnce() async throws {
-        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            stopIfStuck()
-            watchWaits()
-            blockOnAHeldInstance()
+        let result = await offTheSharedPool {
+            await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+                stopIfStuck()
+                watchWaits()
+                blockOnAHeldInstance()
+            }
         }
         expectReport(
             result, label: "stuck ledger", waiting: "to take Exclusive<Int>", waiter: try location(of: "LOCK WAITER"),
@@ -82,10 +84,12 @@ struct StuckWaitTests {
     }
 
     @Test func aConditionThatNeverHoldsIsReportedOnceBeforeItTimesOut() async throws {
-        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            stopIfStuck()
-            watchWaits()
-            waitForAConditionNothingMakesTrue()
+        let result = await offTheSharedPool {
+            await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+                stopIfStuck()
+                watchWaits()
+                waitForAConditionNothingMakesTrue()
+            }
         }
         expectReport(
             result, label: "stuck jobs", waiting: "for its condition to hold, on Exclusive<Array<String>>",
@@ -93,10 +97,12 @@ struct StuckWaitTests {
     }
 
     @Test func zeroTurnsTheReportOff() async {
-        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            stopIfStuck()
-            watchWaits(after: "0")
-            waitForAConditionNothingMakesTrue()
+        let result = await offTheSharedPool {
+            await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+                stopIfStuck()
+                watchWaits(after: "0")
+                waitForAConditionNothingMakesTrue()
+            }
         }
         #expect(result.map { String(decoding: $0.standardErrorContent, as: UTF8.self).contains("has waited") } == false)
     }

@@ -179,27 +179,29 @@ private func residentBytes() -> Int? {
 /// a counter whose consumer, having taken the first value, doesn't ask for more: through `values`,
 /// or (`buffering`) through an AsyncStream that keeps every change.
 private func growthWhileTheConsumerIsAway(buffering: Bool) async {
-    await #expect(processExitsWith: .success) { [buffering] in
-        stopIfStuck()
-        let counter = Exclusive(0, label: "counter")
-        let (stream, continuation) = AsyncStream<Int>.makeStream(bufferingPolicy: .unbounded)
-        var iterator = counter.values { $0 }.makeAsyncIterator()
-        _ = await next(&iterator)
-        guard let before = residentBytes() else { exit(1) }
-        await onItsOwnThread {
-            for _ in 0..<1_000_000 {
-                let value = counter.access { value in
-                    value += 1
-                    return value
+    await offTheSharedPool {
+        await #expect(processExitsWith: .success) { [buffering] in
+            stopIfStuck()
+            let counter = Exclusive(0, label: "counter")
+            let (stream, continuation) = AsyncStream<Int>.makeStream(bufferingPolicy: .unbounded)
+            var iterator = counter.values { $0 }.makeAsyncIterator()
+            _ = await next(&iterator)
+            guard let before = residentBytes() else { exit(1) }
+            await onItsOwnThread {
+                for _ in 0..<1_000_000 {
+                    let value = counter.access { value in
+                        value += 1
+                        return value
+                    }
+                    if buffering { continuation.yield(value) }
                 }
-                if buffering { continuation.yield(value) }
             }
+            guard let after = residentBytes() else { exit(1) }
+            let latest = await next(&iterator)
+            continuation.finish()
+            _ = stream
+            exit(after - before < 4 << 20 && latest == 1_000_000 && counter._engine._waitList.waiting == 0 ? 0 : 1)
         }
-        guard let after = residentBytes() else { exit(1) }
-        let latest = await next(&iterator)
-        continuation.finish()
-        _ = stream
-        exit(after - before < 4 << 20 && latest == 1_000_000 && counter._engine._waitList.waiting == 0 ? 0 : 1)
     }
 }
 #endif
