@@ -1,5 +1,10 @@
 #include "ExclusionLockTesting.h"
 
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+
 #if !EXCLUSION_OWNED_LOCK
 
 uint32_t exclusion_lock_testing_waiters(exclusion_lock *lock) {
@@ -44,4 +49,50 @@ void exclusion_rwlock_testing_announce(exclusion_rwlock *lock, int index) {
 
 void exclusion_rwlock_testing_leave(exclusion_rwlock *lock, int index) {
     exclusion_read_slot_leave(&lock->slots[index]);
+}
+
+// MARK: - Pausing a thread
+
+static int exclusion_testing_paused;
+static int exclusion_testing_released;
+
+// Spins on an atomic only: nothing else is safe in a signal handler, and the pause lasts as long as
+// the test takes to do what it must before resuming the thread.
+static void exclusion_testing_hold(int signal) {
+    (void)signal;
+    int saved = errno;
+    __atomic_store_n(&exclusion_testing_paused, 1, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(&exclusion_testing_released, __ATOMIC_SEQ_CST)) {
+    }
+    __atomic_store_n(&exclusion_testing_paused, 0, __ATOMIC_SEQ_CST);
+    errno = saved;
+}
+
+int exclusion_testing_pause(pthread_t thread, double seconds) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = exclusion_testing_hold;
+    // SA_RESTART: a system call the signal interrupts (the sleep a waiter is in) starts again.
+    action.sa_flags = SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    if (sigaction(SIGUSR2, &action, NULL) != 0) return 0;
+    __atomic_store_n(&exclusion_testing_released, 0, __ATOMIC_SEQ_CST);
+    if (pthread_kill(thread, SIGUSR2) != 0) return 0;
+    uint64_t deadline = exclusion_monotonic_now() + (uint64_t)(seconds * 1e9);
+    while (!__atomic_load_n(&exclusion_testing_paused, __ATOMIC_SEQ_CST)) {
+        if (exclusion_monotonic_now() > deadline) return 0;
+        sched_yield();
+    }
+    return 1;
+}
+
+void exclusion_testing_allow_pausing(void) {
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGUSR2);
+    (void)pthread_sigmask(SIG_UNBLOCK, &signals, NULL);  // fails only for an invalid `how`
+}
+
+void exclusion_testing_resume(void) {
+    __atomic_store_n(&exclusion_testing_released, 1, __ATOMIC_SEQ_CST);
 }

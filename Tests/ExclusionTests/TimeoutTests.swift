@@ -248,79 +248,74 @@ struct TimeoutTests {
 
 /// Whether the other waiters are still served when a woken thread gives up before it can take the
 /// state back. Two threads wait for an item, the first with a timeout. A write adds one item; its
-/// release wakes the first thread only, and a read that queued behind the write takes the state
-/// before that thread can, and stays until the thread has given up. Once the read leaves, the
-/// second thread must get the item, with no further write to wake it. A round in which the first
-/// thread didn't give up that way (the read came late, or the thread timed out before the write)
-/// proves nothing, and another runs.
+/// release wakes the first thread only, and a read takes the state before that thread can, and
+/// stays until the thread has given up. Once the read leaves, the second thread must get the item,
+/// with no further write to wake it.
+///
+/// The read must come between the write's release and the woken thread's retake, a moment no
+/// scheduler can be counted on to offer: the first thread is paused where it sleeps
+/// (`exclusion_testing_pause`) before the write, and resumed only once the read is inside, so the
+/// moment comes every time. Returns nil if the interleaving couldn't be set up, with an issue
+/// saying why.
 ///
 /// It runs on a thread of its own and blocks: a test task can wait seconds for its turn when the
 /// whole suite runs on two cores, longer than the first thread's timeout.
-private func othersAreServedWhenAWokenThreadGivesUp(_ index: ReadersWriter<Int>, patience: Duration) -> Bool {
+private func othersAreServedWhenAWokenThreadGivesUp(_ index: ReadersWriter<Int>, patience: Duration) -> Bool? {
     let waitList = index._engine._waitList
-    // Each step of a round takes microseconds; a round that stalls is cut short and run again.
-    let step = patience / 4
-    for _ in 0..<20 {
-        let first = Recorder<String>()
-        let secondRan = Flag()
-        let finished = Atomic<Int>(0)
-        onNewThread {
-            do {
-                try index.write(when: { $0 > 0 }, timeout: .seconds(1)) { $0 -= 1 }
-                first.record("ran")
-            } catch let error as TimeoutError {
-                first.record(error.cause == .stateHeld ? "gave up after a wake-up" : "timed out asleep")
-            } catch {
-                first.record("\(error)")
-            }
-            finished.add(1, ordering: .sequentiallyConsistent)
+    let first = Recorder<String>()
+    let firstThread = Recorder<pthread_t>()
+    let secondRan = Flag()
+    onNewThread {
+        exclusion_testing_allow_pausing()
+        firstThread.record(pthread_self())
+        do {
+            // Short: its deadline passes while the read holds the state, however long that takes.
+            try index.write(when: { $0 > 0 }, timeout: .milliseconds(200)) { $0 -= 1 }
+            first.record("ran")
+        } catch let error as TimeoutError {
+            first.record(error.cause == .stateHeld ? "gave up after a wake-up" : "timed out asleep")
+        } catch {
+            first.record("\(error)")
         }
-        _ = spin(until: { waitList.threadsAsleep == 1 || !first.values.isEmpty }, timeout: step)
-        onNewThread {
-            try? index.write(when: { $0 > 0 }) { $0 -= 1 }
-            secondRan.raise()
-            finished.add(1, ordering: .sequentiallyConsistent)
-        }
-        _ = spin(until: { waitList.threadsAsleep + first.values.count == 2 }, timeout: step)
-        let writing = Flag()
-        onNewThread {
-            writing.wait()
-            index.read { _ in
-                // Stays until the first thread is done, so that it can't take the state back.
-                _ = spin(until: { !first.values.isEmpty }, timeout: step)
-            }
-            finished.add(1, ordering: .sequentiallyConsistent)
-        }
-        index.write { value in
-            value += 1
-            writing.raise()
-            // Gives the read time to queue up behind this write: a round in which it didn't proves
-            // nothing, and is run again.
-            for _ in 0..<1_000 { sched_yield() }
-        }
-        _ = spin(until: { !first.values.isEmpty }, timeout: step)
-        var served = true
-        if first.values == ["gave up after a wake-up"] {
-            served = spin(until: { secondRan.isRaised }, timeout: patience)
-        }
-        // Ends the round: an item for the second thread if it still waits, whether stranded or not.
-        if !secondRan.isRaised { index.write { $0 += 1 } }
-        _ = spin(until: { finished.load(ordering: .sequentiallyConsistent) == 3 }, timeout: step)
-        index.write { $0 = 0 }
-        if first.values == ["gave up after a wake-up"] { return served }
     }
-    Issue.record("in 20 rounds the woken thread never gave up behind the read")
-    return true
+    guard spin(until: { waitList.threadsAsleep == 1 }, timeout: patience) else {
+        Issue.record("the first thread never went to sleep: \(first.values)")
+        return nil
+    }
+    onNewThread {
+        try? index.write(when: { $0 > 0 }) { $0 -= 1 }
+        secondRan.raise()
+    }
+    guard spin(until: { waitList.threadsAsleep == 2 }, timeout: patience) else {
+        Issue.record("the second thread never went to sleep")
+        return nil
+    }
+    defer { exclusion_testing_resume() }
+    guard exclusion_testing_pause(firstThread.values[0], patience / .seconds(1)) != 0 else {
+        Issue.record("the first thread couldn't be paused")
+        return nil
+    }
+    index.write { $0 += 1 }  // wakes the first thread, which can't run yet
+    index.read { _ in
+        exclusion_testing_resume()
+        // Stays until the first thread is done, so that it can't take the state back.
+        _ = spin(until: { !first.values.isEmpty }, timeout: patience)
+    }
+    guard first.values == ["gave up after a wake-up"] else {
+        Issue.record("the first thread didn't give up behind the read: \(first.values)")
+        return nil
+    }
+    return spin(until: { secondRan.isRaised }, timeout: patience)
 }
 
 @Suite("A woken waiter that gives up", .timeLimit(.minutes(5)))
 struct GivingUpTests {
     @Test func leavesTheOtherWaitersServed() async throws {
         let index = ReadersWriter(0, label: "index")
-        // A workload of up to twenty rounds, not a wait.
-        #expect(
-            try await onItsOwnThread(limit: workloadPatience) {
-                othersAreServedWhenAWokenThreadGivesUp(index, patience: patience)
-            })
+        // Each step is a wait for an event: the suite's patience for one, not this file's.
+        let served = try await onItsOwnThread(limit: ExclusionTestSupport.patience * 5) {
+            othersAreServedWhenAWokenThreadGivesUp(index, patience: ExclusionTestSupport.patience)
+        }
+        #expect(served != false, "the second thread was left asleep with the item there")
     }
 }

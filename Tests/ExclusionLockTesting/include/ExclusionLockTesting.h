@@ -38,4 +38,18 @@ void exclusion_rwlock_testing_announce(exclusion_rwlock *lock, int index);
 /// That reader leaves, as a real one that saw the bias withdrawn would.
 void exclusion_rwlock_testing_leave(exclusion_rwlock *lock, int index);
 
+/// Stops `thread` where it stands, inside a signal handler, and returns once it has stopped: a
+/// thread asleep in the kernel is taken out of its sleep, and goes back to what it was doing only
+/// after `exclusion_testing_resume`. So a test can make something happen at the one moment it
+/// must, instead of hoping the scheduler picks it (a waiter woken, but not yet running). One
+/// thread at a time; returns 0 if the thread hadn't stopped after `seconds`. Resume it in any case.
+int exclusion_testing_pause(pthread_t thread, double seconds);
+
+/// Lets `exclusion_testing_pause` stop the calling thread: call it first thing on the thread. (A
+/// thread inherits the signals its creator blocks, and libdispatch's threads block nearly all.)
+void exclusion_testing_allow_pausing(void);
+
+/// Lets the thread that `exclusion_testing_pause` stopped go on.
+void exclusion_testing_resume(void);
+
 #endif
