@@ -374,7 +374,9 @@ struct WaitingTests {
     @Test func producersAndConsumersMoveEveryItemOnce() async {
         // A bounded queue on conditional access alone, from both kinds of caller at once. Every
         // wait has a limit, and a loop stops at its first timeout: a wake-up lost fails the test
-        // in seconds instead of leaving the group waiting.
+        // in seconds instead of leaving the group waiting. The loops themselves are a workload,
+        // bounded as one: the awaited consumer resumes on the shared pool once per item, and on a
+        // busy machine thousands of resumptions take longer than one event may.
         let queue = Exclusive([Int](), label: "queue")
         let capacity = 8
         let perProducer = 2_000
@@ -382,7 +384,7 @@ struct WaitingTests {
         await withTaskGroup(of: Void.self) { group in
             for producer in 0..<2 {
                 group.addTask {
-                    await onItsOwnThread {
+                    await onItsOwnThread(limit: workloadPatience) {
                         for item in 0..<perProducer {
                             let put: Void? = try? queue.access(when: { $0.count < capacity }, timeout: patience) {
                                 $0.append(producer * perProducer + item)
@@ -393,7 +395,7 @@ struct WaitingTests {
                 }
             }
             group.addTask {
-                await onItsOwnThread {
+                await onItsOwnThread(limit: workloadPatience) {
                     for _ in 0..<perProducer {
                         guard
                             let item = try? queue.access(when: { !$0.isEmpty }, timeout: patience, { $0.removeFirst() })
