@@ -1,3 +1,4 @@
+import Dispatch
 import Exclusion
 import Synchronization
 
@@ -67,24 +68,30 @@ struct DocumentNames<Names: AsyncSequence<[String], Never> & Sendable>: AsyncSeq
 ///
 /// A store changed by another process tells nobody (SQLite has no notification across
 /// processes), so looking is the only way; it reads one row when nothing changed.
-final class StoreWatch: Sendable {
-    private let looking: Task<Void, Never>
+///
+/// On a timer of its own, on a queue of its own: the look is due every interval however busy the
+/// program's tasks keep Swift's shared pool (as many threads as cores), and it reads the database
+/// synchronously, which would hold one of that pool's few threads meanwhile.
+final class StoreWatch: @unchecked Sendable {
+    // @unchecked: `timer` is a dispatch source, whose calls are safe from any thread; it is set up
+    // in init and only cancelled after (Dispatch doesn't mark it Sendable on every platform).
+    private let timer: any DispatchSourceTimer
     private weak let manager: DocumentManager?
 
     init(manager: DocumentManager) {
         self.manager = manager
         manager.storeWatches.add(1, ordering: .relaxed)
-        looking = Task.detached { [weak manager] in
-            while !Task.isCancelled {
-                try? await Task.sleep(for: DocumentManager.refreshInterval)
-                guard let manager else { return }
-                try? manager.refresh()  // a store that can't be read now is looked at next time
-            }
+        timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "Documents: looking at the store"))
+        let interval = DispatchTimeInterval.nanoseconds(Int(DocumentManager.refreshNanoseconds))
+        timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(5))
+        timer.setEventHandler { [weak manager] in
+            try? manager?.refresh()  // a store that can't be read now is looked at next time
         }
+        timer.activate()
     }
 
     deinit {
-        looking.cancel()
+        timer.cancel()
         manager?.storeWatches.subtract(1, ordering: .relaxed)
     }
 }

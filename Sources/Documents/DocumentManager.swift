@@ -166,7 +166,7 @@ public final class DocumentManager: Sendable {
         return commit
     }
 
-    private static let refreshNanoseconds =
+    static let refreshNanoseconds =
         UInt64(refreshInterval.components.seconds) * 1_000_000_000
         + UInt64(refreshInterval.components.attoseconds / 1_000_000_000)
 

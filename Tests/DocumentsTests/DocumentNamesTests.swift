@@ -37,6 +37,43 @@ private struct Watching {
     }
 }
 
+#if CHILD_PROCESSES
+/// Whether another manager's commit reaches a loop over `allDocsValues` while every thread of Swift's
+/// shared pool is busy: the calling task blocks one, detached tasks the others, until the name has
+/// arrived or the patience for an event has passed. The loop and the commit run on threads of
+/// their own; only the looking at the store could need the pool.
+private func anotherManagersCommitArrivesWhileThePoolIsBusy() async -> Bool {
+    let folder = TemporaryFolder()
+    defer { folder.remove() }
+    guard let here = try? DocumentManager(directory: folder.url),
+        let elsewhere = try? DocumentManager(directory: folder.url)
+    else { return false }
+    let arrived = Flag()
+    let names = here.allDocsValues
+    let loop = onADedicatedThread {
+        for await names in names where names.contains("x.txt") {
+            arrived.raise()
+            break
+        }
+    }
+    let release = Flag()
+    let holding = Recorder<Bool>()
+    let others = ProcessInfo.processInfo.activeProcessorCount - 1
+    for _ in 0..<others {
+        Task.detached {
+            holding.record(true)
+            release.wait()
+        }
+    }
+    _ = spin(until: { holding.count == others }, timeout: patience)
+    onADedicatedThread { _ = try? await elsewhere.save(text, as: "x.txt") }
+    let seen = arrived.wait(timeout: patience)
+    release.raise()
+    loop.cancel()
+    return seen
+}
+#endif
+
 @Suite("DocumentManager names", .timeLimit(.minutes(10)))
 struct DocumentNamesTests {
     @Test func theFirstListIsTheNamesNowThenEachChange() async throws {
@@ -70,6 +107,18 @@ struct DocumentNamesTests {
         #expect(await watching.sees { $0.contains("from-elsewhere.txt") })
         await watching.stop()
     }
+
+    #if CHILD_PROCESSES
+    @Test func theStoreIsLookedAtWhileEveryThreadOfTheSharedPoolIsBusy() async {
+        // In a process of its own, since it takes every thread of Swift's shared pool.
+        await offTheSharedPool {
+            await #expect(processExitsWith: .success) {
+                stopIfStuck()
+                if !(await anotherManagersCommitArrivesWhileThePoolIsBusy()) { exit(1) }
+            }
+        }
+    }
+    #endif
 
     @Test func endingTheLoopStopsLookingAtTheStore() async throws {
         let folder = TemporaryFolder()
