@@ -30,6 +30,10 @@ public final class DocumentManager: Sendable {
 
     /// Posted on the delivery queue (the main queue for ``save(_:as:)`` and ``remove(_:)``) after
     /// the documents changed; `object` is the manager.
+    ///
+    /// Changes made while a post is on its way to the main queue share it: a burst of saves posts
+    /// once, after the last of them, instead of queueing one block per save in front of everything
+    /// else the main queue has to do.
     public static let documentsDidChangeNotification = Notification.Name("ExclusionDocumentsDidChange")
 
     /// How long a manager on a store may go on answering ``allDocs`` and ``info(for:)`` before it
@@ -53,6 +57,8 @@ public final class DocumentManager: Sendable {
     let storeWatches = Atomic<Int>(0)
     /// Where ``addDocumentName(_:)`` commits names, one after the other, in the order added.
     private let nameCommits = DispatchQueue(label: "document names")
+    /// Whether a ``documentsDidChangeNotification`` is on its way to the main queue.
+    private let didChangeOnItsWay = Atomic<Bool>(false)
 
     /// Creates an empty registry in memory, like ``shared``.
     public init() {
@@ -187,7 +193,7 @@ public final class DocumentManager: Sendable {
         try validateDocumentName(name)
         let info = try DocumentParser.parse(data, name: name)
         try storeDocuments([(info, data)])
-        DispatchQueue.main.async { self.postDidChange() }
+        announceChangeOnTheMainQueue()
         return info
     }
 
@@ -222,7 +228,7 @@ public final class DocumentManager: Sendable {
                 registry.remove(name)
             }
         }
-        DispatchQueue.main.async { self.postDidChange() }
+        announceChangeOnTheMainQueue()
     }
 
     /// Stores parsed documents, all or none: with a store, in one transaction.
@@ -238,5 +244,19 @@ public final class DocumentManager: Sendable {
 
     func postDidChange() {
         NotificationCenter.default.post(name: Self.documentsDidChangeNotification, object: self)
+    }
+
+    /// Posts ``documentsDidChangeNotification`` on the main queue, after a change this thread made,
+    /// unless a post is on its way there already and will come after the change.
+    ///
+    /// The post clears the flag before it posts, and both exchanges order the change: a change
+    /// that finds the flag set happened before the clear, so the post that clears it comes after
+    /// the change; one that finds it clear sends a post of its own.
+    private func announceChangeOnTheMainQueue() {
+        guard !didChangeOnItsWay.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        DispatchQueue.main.async {
+            _ = self.didChangeOnItsWay.exchange(false, ordering: .acquiringAndReleasing)
+            self.postDidChange()
+        }
     }
 }

@@ -114,10 +114,36 @@ struct DocumentManagerTests {
         }
         defer { NotificationCenter.default.removeObserver(observer) }
         _ = try await manager.save(text, as: "a.txt")
+        // Queued on the main queue before save returned.
+        await drain(.main)
+        #expect(posted.load(ordering: .relaxed) == 1)
         try await manager.remove("a.txt")
-        // Both were queued on the main queue before save and remove returned.
         await drain(.main)
         #expect(posted.load(ordering: .relaxed) == 2)
+    }
+
+    @Test func aBurstOfChangesPostsOnceAfterTheLast() async throws {
+        // The main queue is kept busy meanwhile, so that no post can go out between two changes:
+        // all of them share one, and it sees the last.
+        let manager = DocumentManager()
+        let posts = Recorder<[String]>()
+        let observer = NotificationCenter.default.addObserver(
+            forName: DocumentManager.documentsDidChangeNotification, object: manager, queue: nil
+        ) { _ in posts.record(manager.allDocs) }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        let mainIsBusy = Flag()
+        let changesDone = Flag()
+        DispatchQueue.main.async {
+            mainIsBusy.raise()
+            changesDone.wait(timeout: patience)
+        }
+        #expect(await eventually { mainIsBusy.isRaised })
+        for index in 0..<50 { _ = try await manager.save(text, as: "\(index).txt") }
+        try await manager.remove("0.txt")
+        changesDone.raise()
+        await drain(.main)
+        #expect(posts.values.count == 1)
+        #expect(posts.values.last?.count == 49)
     }
 
     // MARK: - Names are not paths
