@@ -128,11 +128,16 @@ final class ScenarioRun<Model: SequentialModel, Object: Sendable>: @unchecked Se
 private let spinSink = Atomic<Int>(0)
 
 /// Makes a fixed number of threads wait for each other, again and again, spinning (and yielding)
-/// rather than sleeping so that they leave the barrier together.
-final class SpinBarrier: Sendable {
+/// rather than sleeping so that they leave the barrier together; a thread that has waited longer
+/// than a spin lasts sleeps, since the others are plainly not running: on a busy machine, a
+/// barrier that only spins keeps from running the very threads it waits for.
+final class SpinBarrier: @unchecked Sendable {
+    // @unchecked: the counters are atomic; `sleep` guards nothing but the sleep and the wake-up.
     private let parties: Int
     private let arrived = Atomic<Int>(0)
     private let generation = Atomic<Int>(0)
+    private let sleepers = Atomic<Int>(0)
+    private let sleep = NSCondition()
 
     init(parties: Int) {
         self.parties = parties
@@ -142,15 +147,27 @@ final class SpinBarrier: Sendable {
         let current = generation.load(ordering: .acquiring)
         if arrived.add(1, ordering: .acquiringAndReleasing).newValue == parties {
             arrived.store(0, ordering: .relaxed)
-            generation.add(1, ordering: .releasing)
-        } else {
-            // Spin first, so that the threads that are running leave together, within nanoseconds
-            // of each other; yield after a while, so a thread waiting for a core gets one.
-            var spins = 0
-            while generation.load(ordering: .acquiring) == current {
-                spins += 1
-                if spins > 20_000 { sched_yield() }
+            // Counted, then looked for: a thread about to sleep counts itself, then looks at the
+            // generation, so one of the two sees the other.
+            generation.add(1, ordering: .sequentiallyConsistent)
+            if sleepers.load(ordering: .sequentiallyConsistent) > 0 {
+                sleep.lock()
+                sleep.broadcast()
+                sleep.unlock()
             }
+            return
         }
+        var spins = 0
+        while generation.load(ordering: .acquiring) == current {
+            spins += 1
+            if spins > 20_000 { sched_yield() }
+            if spins > 20_100 { break }
+        }
+        guard generation.load(ordering: .acquiring) == current else { return }
+        sleep.lock()
+        sleepers.add(1, ordering: .sequentiallyConsistent)
+        while generation.load(ordering: .sequentiallyConsistent) == current { sleep.wait() }
+        sleepers.subtract(1, ordering: .sequentiallyConsistent)
+        sleep.unlock()
     }
 }

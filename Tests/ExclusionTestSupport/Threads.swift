@@ -85,7 +85,7 @@ public func onItsOwnThread(
 }
 
 /// Waits until `condition` holds, and returns true; or records an issue naming what was awaited and
-/// returns false once `limit` has passed. It polls, every millisecond, on the watchdog's queue, off
+/// returns false once `limit` has passed. It polls, a few milliseconds apart, on the watchdog's queue, off
 /// the tasks' thread pool: use it for conditions nothing announces, and assert what it returns.
 public func eventually(
     for what: String = "its condition to hold", limit: Duration = patience,
@@ -95,14 +95,18 @@ public func eventually(
         return try await withCheckedThrowingContinuation { continuation in
             let resumption = OneResumption(continuation)
             resumption.giveUp(after: limit, what, sourceLocation)
-            @Sendable func poll() {
+            // A millisecond apart at first, then up to twenty: a suite has dozens of these at once,
+            // all on the one watchdog queue.
+            @Sendable func poll(every interval: Int) {
                 if condition() {
                     resumption.resume(with: .success(true))
                 } else if resumption.isPending {
-                    watchdog.asyncAfter(deadline: .now() + .milliseconds(1), execute: poll)
+                    watchdog.asyncAfter(deadline: .now() + .milliseconds(interval)) {
+                        poll(every: min(interval + 1, 20))
+                    }
                 }
             }
-            watchdog.async(execute: poll)
+            watchdog.async { poll(every: 1) }
         }
     } catch {
         Issue.record("\(error)", sourceLocation: sourceLocation)
@@ -110,21 +114,23 @@ public func eventually(
     }
 }
 
-/// `eventually` for a condition on main-actor state: polled on the main actor, every millisecond,
-/// until it holds or `limit` has passed.
+/// `eventually` for a condition on main-actor state: polled on the main actor, a few milliseconds
+/// apart, until it holds or `limit` has passed.
 @MainActor
 public func eventuallyOnTheMainActor(
     for what: String = "its condition to hold", limit: Duration = patience,
     sourceLocation: SourceLocation = #_sourceLocation, _ condition: @MainActor () -> Bool
 ) async -> Bool {
     let deadline = ContinuousClock.now + limit
+    var interval = 1
     while !condition() {
         guard ContinuousClock.now < deadline else {
             Issue.record(
                 "\(GaveUp(what: what, sourceLocation: sourceLocation, limit: limit))", sourceLocation: sourceLocation)
             return false
         }
-        try? await Task.sleep(for: .milliseconds(1))
+        try? await Task.sleep(for: .milliseconds(interval))
+        interval = min(interval + 1, 20)
     }
     return true
 }
@@ -143,26 +149,52 @@ public func holds(within limit: Duration, _ condition: @escaping @Sendable () ->
 /// For a helper thread's waits (a holder that stays until told to leave), not for a test's: those
 /// are bounded by what the test awaits. The default is long, so that on a busy machine a helper
 /// never gives up before the test does, which would change what the test sees.
+///
+/// It looks again at once a few times, then sleeps between looks, longer and longer up to a
+/// millisecond: a thread that looks every hundred microseconds for seconds is one more runnable
+/// thread for the scheduler, and a suite has dozens of them.
 public func spin(until condition: () -> Bool, timeout: Duration = workloadPatience) -> Bool {
     let deadline = ContinuousClock.now + timeout
     var rounds = 0
+    var pause: UInt32 = 10
     while !condition() {
         if ContinuousClock.now > deadline { return false }
         rounds += 1
-        if rounds < 100 { sched_yield() } else { usleep(100) }
+        if rounds < 20 {
+            sched_yield()
+        } else {
+            usleep(pause)
+            pause = min(pause * 2, 1_000)
+        }
     }
     return true
 }
 
-/// A one-shot signal between threads.
-public final class Flag: Sendable {
-    private let _value = Atomic<Bool>(false)
+/// A one-shot signal between threads. A thread that waits for it sleeps until it is raised.
+public final class Flag: @unchecked Sendable {
+    // @unchecked: _raised is atomic; _condition guards nothing but the sleep and the wake-up.
+    private let _raised = Atomic<Bool>(false)
+    private let _condition = NSCondition()
     public init() {}
-    public func raise() { _value.store(true, ordering: .sequentiallyConsistent) }
-    public var isRaised: Bool { _value.load(ordering: .sequentiallyConsistent) }
-    /// Spins until raised; returns false after `timeout` (long: see `spin(until:timeout:)`).
+    public func raise() {
+        _condition.lock()
+        _raised.store(true, ordering: .sequentiallyConsistent)
+        _condition.broadcast()
+        _condition.unlock()
+    }
+    public var isRaised: Bool { _raised.load(ordering: .sequentiallyConsistent) }
+    /// Sleeps until raised; returns false after `timeout` (long: see `spin(until:timeout:)`).
     @discardableResult
-    public func wait(timeout: Duration = workloadPatience) -> Bool { spin(until: { isRaised }, timeout: timeout) }
+    public func wait(timeout: Duration = workloadPatience) -> Bool {
+        if isRaised { return true }
+        let deadline = Date(timeIntervalSinceNow: Double(nanoseconds(timeout)) / 1e9)
+        _condition.lock()
+        defer { _condition.unlock() }
+        while !isRaised {
+            if !_condition.wait(until: deadline) { return isRaised }
+        }
+        return true
+    }
 }
 
 // Test-side helpers guard their state with NSLock, not `Synchronization.Mutex`: on Linux the
