@@ -46,10 +46,13 @@ int exclusion_sleep_on(uint32_t *word, uint32_t expected, uint64_t deadline) {
         result = os_sync_wait_on_address(word, expected, sizeof *word, OS_SYNC_WAIT_ON_ADDRESS_NONE);
     } else {
         // A timeout of 0 is invalid: a deadline that has passed ends the wait here.
-        uint64_t timeout = exclusion_nanoseconds_until(deadline);
+        int shortened;
+        uint64_t timeout = exclusion_sleep_timeout(deadline, exclusion_monotonic_now(), &shortened);
         if (timeout == 0) return ETIMEDOUT;
         result = os_sync_wait_on_address_with_timeout(
             word, expected, sizeof *word, OS_SYNC_WAIT_ON_ADDRESS_NONE, OS_CLOCK_MACH_ABSOLUTE_TIME, timeout);
+        // A sleep cut short of the deadline ends in a look, as a spurious wake-up does.
+        if (result < 0 && errno == ETIMEDOUT && shortened) return 0;
     }
     if (result >= 0) return 0;
     switch (errno) {
@@ -170,8 +173,6 @@ void exclusion_system_lock_hand_over(exclusion_system_lock *lock) {
 
 // MARK: - Lending priority
 
-#if EXCLUSION_OWNED_LOCK
-
 exclusion_priority_loan exclusion_lend_priority(pthread_t thread) {
 #if defined(__APPLE__)
     qos_class_t own = qos_class_self();
@@ -191,5 +192,3 @@ void exclusion_end_loan(exclusion_priority_loan loan) {
     (void)loan;
 #endif
 }
-
-#endif

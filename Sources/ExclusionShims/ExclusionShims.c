@@ -53,8 +53,7 @@ void exclusion_short_lock_wait(exclusion_short_lock *lock) {
     } while (__atomic_exchange_n(&lock->locked, 1, __ATOMIC_ACQUIRE) != 0);
 }
 
-int exclusion_wait_for_change(uint32_t *word, uint32_t seen, uint64_t deadline, pthread_t thread, int lending) {
-    (void)thread, (void)lending;  // nobody to lend to: the waiter doesn't sleep
+int exclusion_wait_for_change(uint32_t *word, uint32_t seen, uint64_t deadline) {
     exclusion_backoff backoff = {0};
     while (__atomic_load_n(word, __ATOMIC_SEQ_CST) == seen) {
         if (deadline != 0 && exclusion_monotonic_now() >= deadline) return 0;
@@ -65,17 +64,13 @@ int exclusion_wait_for_change(uint32_t *word, uint32_t seen, uint64_t deadline, 
 
 #else
 
-int exclusion_wait_for_change(uint32_t *word, uint32_t seen, uint64_t deadline, pthread_t thread, int lending) {
-    exclusion_priority_loan loan = lending ? exclusion_lend_priority(thread) : NULL;
-    int changed = 1;
+int exclusion_wait_for_change(uint32_t *word, uint32_t seen, uint64_t deadline) {
     while (__atomic_load_n(word, __ATOMIC_SEQ_CST) == seen) {
         if (exclusion_sleep_on(word, seen, deadline) == ETIMEDOUT && __atomic_load_n(word, __ATOMIC_SEQ_CST) == seen) {
-            changed = 0;
-            break;
+            return 0;
         }
     }
-    exclusion_end_loan(loan);
-    return changed;
+    return 1;
 }
 
 #endif

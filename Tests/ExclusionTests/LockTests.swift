@@ -24,6 +24,22 @@ import Darwin
 /// planted bugs these tests can't see are caught.
 @Suite("Lock", .timeLimit(.minutes(5)))
 struct LockTests {
+    @Test func aSleepTowardAFarDeadlineIsCutIntoSleepsTheSystemTakes() {
+        // Apple's timed wait takes a timeout and refuses one it can't add to its clock: a deadline
+        // of "never, really" is slept toward a day at a time, each end only a time to look again.
+        var shortened: Int32 = 0
+        let now: UInt64 = 1_000_000_000
+        #expect(exclusion_sleep_timeout(.max, now, &shortened) == EXCLUSION_LONGEST_SLEEP_NANOSECONDS)
+        #expect(shortened == 1)
+        #expect(exclusion_sleep_timeout(now + 5_000, now, &shortened) == 5_000)
+        #expect(shortened == 0)
+        #expect(exclusion_sleep_timeout(now + EXCLUSION_LONGEST_SLEEP_NANOSECONDS, now, &shortened)
+            == EXCLUSION_LONGEST_SLEEP_NANOSECONDS)
+        #expect(shortened == 0)
+        #expect(exclusion_sleep_timeout(now - 1, now, &shortened) == 0)  // passed: no sleep at all
+        #expect(shortened == 0)
+    }
+
     @Test func oneThreadAtATimeHoldsTheLock() async {
         #expect(await lostUpdates(taking: takeWaiting, releasing: { $0.unlock() }) == 0)
     }

@@ -8,19 +8,18 @@ extension _Engine {
     /// Called with the lock just taken while the state is promised to a granted waiter: lets go
     /// until that waiter has run, then takes the lock again. The waiter was woken already, so this
     /// lasts a thread wake-up; meanwhile this thread lends the waiter its priority where locks
-    /// lend priority (`exclusion_wait_for_change`). Returns false, not holding the lock, if
-    /// `deadline` passed first.
+    /// lend priority (`lendPriorityToGrantee`). Returns false, not holding the lock, if `deadline`
+    /// passed first.
     @usableFromInline
     func _backOffForGrantee(before deadline: _Deadline?) -> Bool {
         repeat {
             let ended = _waitList.grantToWaitFor()
-            let grantee = EXCLUSION_OWNED_LOCK != 0 && ended != nil ? _waitList.granteeThread : nil
+            let loan = EXCLUSION_OWNED_LOCK != 0 && ended != nil ? _waitList.lendPriorityToGrantee() : nil
             // Waited for without the lock, so that the grantee finds the lock free.
             _lock.unlockExclusive()
             if let ended {
-                let changed = exclusion_wait_for_change(
-                    _waitList._grantsWord, ended, deadline?.nanoseconds ?? 0, grantee ?? pthread_self(),
-                    grantee == nil ? 0 : 1)
+                let changed = exclusion_wait_for_change(_waitList._grantsWord, ended, deadline?.nanoseconds ?? 0)
+                exclusion_end_loan(loan)
                 guard changed != 0 else { return false }
             }
             if let deadline {

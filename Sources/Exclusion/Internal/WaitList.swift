@@ -125,9 +125,14 @@ final class _WaitList<State>: @unchecked Sendable {
         return _isReserved.load(ordering: .sequentiallyConsistent) ? ended : nil
     }
 
-    /// The granted thread, if a grant runs: what an access that backs off for it lends priority
-    /// to, where locks lend priority.
-    var granteeThread: pthread_t? { _look { $0.grantee?.thread } }
+    /// Lends the calling thread's priority to the granted thread, if a grant runs, where locks lend
+    /// priority: what an access that backs off for it does while it waits. The loan starts under
+    /// the list's lock, while the grantee is in the list and so can't have ended (it leaves the
+    /// list under this lock before it returns); the loan then holds the thread itself, so it may
+    /// end after the thread has.
+    func lendPriorityToGrantee() -> exclusion_priority_loan? {
+        _look { line in line.grantee?.thread.flatMap { exclusion_lend_priority($0) } }
+    }
 
     // MARK: - Serving
 

@@ -52,6 +52,23 @@ static inline struct timespec exclusion_timespec(uint64_t nanoseconds) {
 /// way. Linux's futex; `os_sync_wait_on_address` on Apple platforms (macOS 14.4, iOS 17.4).
 int exclusion_sleep_on(uint32_t *word, uint32_t expected, uint64_t deadline);
 
+/// The longest one sleep on a word lasts: a deadline further away is slept toward in sleeps of
+/// this length, each followed by a look at what the sleeper waits for. Apple's timed wait takes a
+/// timeout, not a moment, and the kernel adds it to its clock: a timeout near `UINT64_MAX` (what a
+/// deadline of "never, really" leaves) could overflow that and be refused (`EINVAL`), which stops
+/// the process. A day is far from any overflow, and a sleeper that looks again once a day costs
+/// nothing.
+#define EXCLUSION_LONGEST_SLEEP_NANOSECONDS (86400ull * 1000000000ull)
+
+/// The timeout of one sleep toward `deadline` from `now`: 0 once the deadline has passed, at most
+/// `EXCLUSION_LONGEST_SLEEP_NANOSECONDS`; `*shortened` says whether it ends before the deadline
+/// (then its end is no timeout, only a time to look again).
+static inline uint64_t exclusion_sleep_timeout(uint64_t deadline, uint64_t now, int *shortened) {
+    uint64_t remaining = deadline > now ? deadline - now : 0;
+    *shortened = remaining > EXCLUSION_LONGEST_SLEEP_NANOSECONDS;
+    return *shortened ? EXCLUSION_LONGEST_SLEEP_NANOSECONDS : remaining;
+}
+
 /// Wakes one thread sleeping on `word`, if one does.
 void exclusion_wake_one(uint32_t *word);
 
@@ -145,6 +162,8 @@ static inline void exclusion_system_lock_unlock(exclusion_system_lock *lock) {
 
 #endif
 
+#endif
+
 // MARK: - Lending priority
 
 /// A loan of the calling thread's priority to another thread, while the caller waits for that
@@ -157,14 +176,17 @@ typedef void *exclusion_priority_loan;
 #endif
 
 /// Lends the calling thread's priority (its quality of service) to `thread` until the loan ends;
-/// NULL if there is nothing to lend. On Apple platforms `pthread_override_qos_class_start_np`; the
-/// portable build has no quality of service to lend, and lends nothing.
+/// NULL if there is nothing to lend. On Apple platforms `pthread_override_qos_class_start_np`;
+/// Linux has no quality of service to lend, and lends nothing.
+///
+/// `thread` must be alive during the call: the caller holds whatever keeps it from ending (the
+/// wait list's lock, while the thread is its grantee). The loan then keeps a reference to the
+/// thread of its own (libpthread takes one on the kernel's thread), so it may end after the
+/// thread has.
 exclusion_priority_loan exclusion_lend_priority(pthread_t thread);
 
 /// Ends a loan from `exclusion_lend_priority` (nothing for NULL).
 void exclusion_end_loan(exclusion_priority_loan loan);
-
-#endif
 
 // MARK: - Failing
 

@@ -205,9 +205,9 @@ static inline void exclusion_short_lock_unlock(exclusion_short_lock *lock) {
 /// Waits while `*word` is `seen`, until `deadline` (0: none); 1 once it changed, 0 if the deadline
 /// passed first. For a wait on a thread that has been woken and must take its turn before others
 /// may (a granted waiter): on Linux it looks again with the back-off; where locks lend priority it
-/// sleeps on the word, lending its priority to `thread` if `lending`. Whoever changes the word
-/// calls `exclusion_word_changed`.
-int exclusion_wait_for_change(uint32_t *word, uint32_t seen, uint64_t deadline, pthread_t thread, int lending);
+/// sleeps on the word, and the caller lends its priority to that thread meanwhile
+/// (`exclusion_lend_priority`). Whoever changes the word calls `exclusion_word_changed`.
+int exclusion_wait_for_change(uint32_t *word, uint32_t seen, uint64_t deadline);
 
 /// Wakes every thread in `exclusion_wait_for_change` on `word`, after the caller changed it.
 static inline void exclusion_word_changed(uint32_t *word) {
@@ -221,5 +221,6 @@ static inline void exclusion_word_changed(uint32_t *word) {
 #include "ExclusionLock.h"
 #include "ExclusionOwnedLock.h"
 #include "ExclusionReadersWriterLock.h"
+#include "ExclusionZlib.h"
 
 #endif
