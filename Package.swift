@@ -34,7 +34,8 @@ let package = Package(
     ],
     targets: [
         // Libraries
-        .target(name: "ExclusionShims"),
+        // zlib (for the contention profile's gzip) is linked where the SDK has it; Linux loads it.
+        .target(name: "ExclusionShims", linkerSettings: [.linkedLibrary("z", .when(platforms: applePlatforms))]),
         // Internal/README.md is the map of the engine, for its readers, not part of the build.
         .target(name: "Exclusion", dependencies: ["ExclusionShims"], exclude: ["Internal/README.md"]),
         .target(name: "Banking", dependencies: ["Exclusion", "SplitMix"]),

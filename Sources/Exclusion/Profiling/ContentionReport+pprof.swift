@@ -1,3 +1,4 @@
+import ExclusionShims
 import Foundation
 
 extension ContentionReport {
@@ -110,30 +111,19 @@ struct _PprofBuilder {
     }
 }
 
-/// `bytes` as a gzip member (RFC 1952), compressed with the system's zlib; the bytes as they are
-/// if zlib can't be loaded, which pprof readers accept as well (they look for gzip's magic number).
+/// `bytes` as a gzip member (RFC 1952), compressed with zlib; the bytes as they are if zlib can't
+/// be had, which pprof readers accept as well (they look for gzip's magic number).
 ///
 /// Foundation has no gzip on Linux, and the packages in reach that do (compress-nio) bring SwiftNIO
-/// into every program that uses Exclusion; zlib itself is on every system, so it is loaded at run
-/// time (its one-shot `compress2` and `crc32`), without a build dependency on its headers.
+/// into every program that uses Exclusion; zlib itself is on every system (`ExclusionZlib.h` says
+/// how each platform provides it).
 func _gzip(_ bytes: [UInt8]) -> Data {
-    typealias Compress2 =
-        @convention(c) (UnsafeMutablePointer<UInt8>?, UnsafeMutablePointer<UInt>?, UnsafePointer<UInt8>?, UInt, Int32)
-        -> Int32
-    typealias CRC32 = @convention(c) (UInt, UnsafePointer<UInt8>?, UInt32) -> UInt
-    #if canImport(Darwin)
-    let zlib = dlopen("/usr/lib/libz.dylib", RTLD_NOW | RTLD_LOCAL)
-    #else
-    let zlib = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL)
-    #endif
-    guard let compressing = dlsym(zlib, "compress2"), let checksumming = dlsym(zlib, "crc32") else {
-        return Data(bytes)
-    }
-    let compress2 = unsafeBitCast(compressing, to: Compress2.self)
+    let zlib = exclusion_zlib_functions()
+    guard let compress2 = zlib.compress2, let crc32 = zlib.crc32 else { return Data(bytes) }
     var size = UInt(bytes.count + bytes.count / 1_000 + 64)
     var deflated = [UInt8](repeating: 0, count: Int(size))
     guard compress2(&deflated, &size, bytes, UInt(bytes.count), 9) == 0, size >= 6 else { return Data(bytes) }
-    let crc = UInt32(truncatingIfNeeded: unsafeBitCast(checksumming, to: CRC32.self)(0, bytes, UInt32(bytes.count)))
+    let crc = UInt32(truncatingIfNeeded: crc32(0, bytes, UInt32(bytes.count)))
     // zlib's format less its 2-byte header and 4-byte checksum is raw deflate, gzip's payload.
     var out: [UInt8] = [0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 0xFF] + deflated[2..<(Int(size) - 4)]
     for word in [crc, UInt32(truncatingIfNeeded: bytes.count)] {
