@@ -96,6 +96,15 @@ extension Simulation {
                         "\(configuration.accounts) + \(tally.opened) opened = \(accounts.count) accounts in the bank; "
                         + "\(tally.openAtEnd) left open, \(openInTheBank) open in the bank"),
                 Check(
+                    name: "the open accounts add up",
+                    passed: tally.fewestOpen <= min(configuration.accounts, tally.openAtEnd)
+                        && max(configuration.accounts, tally.openAtEnd) <= tally.mostOpen
+                        && tally.opened - tally.closed == tally.openAtEnd - configuration.accounts,
+                    detail:
+                        "\(configuration.accounts) open at the start + \(tally.opened) opened − \(tally.closed) closed "
+                        + "= \(tally.openAtEnd) open at the end, never fewer than \(tally.fewestOpen) nor more than "
+                        + "\(tally.mostOpen)"),
+                Check(
                     name: "the total is the sum of the balances", passed: sumOfBalances == finalTotal,
                     detail: "sum of \(balances.count) balances \(sumOfBalances), running total \(finalTotal)"),
                 Check(
