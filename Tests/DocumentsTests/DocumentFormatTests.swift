@@ -18,10 +18,27 @@ struct DocumentFormatTests {
         #expect(DocumentFormat.xml.extensions == Self.xmlExtensions)
     }
 
+    /// An extension in every casing a name can give it that matters: as listed, in capitals,
+    /// capitalized, and with every other letter a capital, starting from the first and from the second.
+    static func casings(of fileExtension: String) -> [String] {
+        let alternating = { (start: Int) in
+            String(
+                fileExtension.enumerated().map {
+                    $0.offset % 2 == start ? Character($0.element.uppercased()) : $0.element
+                })
+        }
+        return [
+            fileExtension, fileExtension.uppercased(), fileExtension.prefix(1).uppercased() + fileExtension.dropFirst(),
+            alternating(0), alternating(1),
+        ]
+    }
+
     @Test(arguments: xmlExtensions)
     func everyXMLNameIsReadAsXMLInAnyCase(fileExtension: String) throws {
         let document = Data("<doc><title>Plan</title>one two</doc>".utf8)
-        for name in ["plan.\(fileExtension)", "PLAN.\(fileExtension.uppercased())", "p.l.a.n.\(fileExtension)"] {
+        let names =
+            Self.casings(of: fileExtension).flatMap { ["plan.\($0)", "PLAN.\($0)"] } + ["p.l.a.n.\(fileExtension)"]
+        for name in names {
             let info = try DocumentInfo(parsing: document, name: name)
             #expect(info.format == .xml, "\(name)")
             #expect(info.title == "Plan", "\(name)")
@@ -29,11 +46,13 @@ struct DocumentFormatTests {
         }
     }
 
-    @Test func theOtherFormatsKeepTheirNames() throws {
-        for (name, format) in [
-            ("a.json", DocumentFormat.json), ("A.JSON", .json), ("a.txt", .text), ("a.Md", .text), ("a.TEXT", .text),
-        ] {
-            #expect(try DocumentFormat(forName: name) == format, "\(name)")
+    @Test func theOtherFormatsKeepTheirNamesInAnyCase() throws {
+        for format in [DocumentFormat.json, .text] {
+            for fileExtension in format.extensions {
+                for casing in Self.casings(of: fileExtension) {
+                    #expect(try DocumentFormat(forName: "a.\(casing)") == format, "a.\(casing)")
+                }
+            }
         }
     }
 
@@ -116,15 +135,17 @@ struct DocumentFormatTests {
 
         let binary = try PropertyListSerialization.data(fromPropertyList: list, format: .binary, options: 0)
         #expect(binary.starts(with: "bplist".utf8))
-        let error = try #require(throws: DocumentError.self) {
-            try DocumentInfo(parsing: binary, name: "Settings.plist")
+        for casing in Self.casings(of: "plist") {
+            let error = try #require(throws: DocumentError.self) {
+                try DocumentInfo(parsing: binary, name: "Settings.\(casing)")
+            }
+            guard case .malformed(let name, let reason) = error else {
+                Issue.record("not malformed: \(error)")
+                continue
+            }
+            #expect(name == "Settings.\(casing)")
+            #expect(reason.hasPrefix("a binary property list, not XML"), "\(casing): \(reason)")
         }
-        guard case .malformed(let name, let reason) = error else {
-            Issue.record("not malformed: \(error)")
-            return
-        }
-        #expect(name == "Settings.plist")
-        #expect(reason.hasPrefix("a binary property list, not XML"), "\(reason)")
     }
 
     @Test func theDocumentationExampleRunsAsWritten() throws {
