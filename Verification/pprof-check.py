@@ -245,6 +245,36 @@ def variants(profile):
     # A string table that doesn't start with "": every index is off by one.
     out["string-table-without-empty-first"] = encode([field for field in message if field is not strings[0]])
 
+    # Ids of 0, which profile.proto reserves: the first location's (and the samples that name it),
+    # and the first function's (and the lines that name it).
+    def renumbered(kind, old, new):
+        def swap(value):
+            return new if value == old else value
+
+        def with_id(body):  # field 1, the id, renumbered
+            return encode([[f[0], f[1], swap(f[2]) if f[0] == 1 and f[1] == 0 else f[2]] for f in fields(body)])
+
+        def packed(data):
+            values, index = [], 0
+            while index < len(data):
+                value, index = read_varint(data, index)
+                values.append(value)
+            return b"".join(varint(swap(value)) for value in values)
+
+        out = []
+        for number, wire_type, body in message:
+            if number == kind:
+                body = with_id(body)
+            if kind == 5 and number == 4:  # a location's lines name functions by id
+                body = encode([[f[0], f[1], with_id(f[2]) if f[0] == 4 else f[2]] for f in fields(body)])
+            if kind == 4 and number == 2:  # a sample names its locations by id, packed
+                body = encode([[f[0], f[1], packed(f[2]) if f[0] == 1 and f[1] == 2 else f[2]] for f in fields(body)])
+            out.append([number, wire_type, body])
+        return encode(out)
+
+    out["location-id-zero"] = renumbered(4, 1, 0)
+    out["function-id-zero"] = renumbered(5, 1, 0)
+
     # One sample type fewer than each sample has values.
     first_type = next(field for field in message if field[0] == 1)
     out["values-without-types"] = encode([field for field in message if field is not first_type])

@@ -2,14 +2,21 @@ import Foundation
 
 // Where the tests can decompress gzip (Gunzip.swift).
 #if CHILD_PROCESSES || canImport(Darwin)
-public enum PprofError: Error {
+public enum PprofError: Error, Equatable {
     case truncated
     case badWireType(Int)
     case badIndex
+    /// What Go's reader (`profile.Parse`, then `CheckValid`) refuses in a well-formed message.
+    case invalid(String)
 }
 
 /// The parts of a pprof `Profile` the tests look at, read with a protobuf reader of its own (so
 /// that the library's writer isn't checked against itself).
+///
+/// It refuses what Go's reader refuses, the reader that `go tool pprof` and most viewers build on:
+/// a string table that doesn't start with "", a string index out of range, a sample with another
+/// number of values than there are sample types, an id of 0 (profile.proto reserves it) or one used
+/// twice, and a reference to a location or function that isn't there.
 public struct Pprof {
     public struct Sample {
         public var frames: [String] = []
@@ -31,6 +38,7 @@ public struct Pprof {
         var rawSamples: [(locations: [UInt64], values: [Int64], labels: [(Int, Int)])] = []
         var locations: [UInt64: (function: UInt64, line: Int)] = [:]
         var functions: [UInt64: Int] = [:]
+        var mappings: Set<UInt64> = []
         try Self.fields(bytes[...]) { field, value, body in
             switch field {
             case 1:
@@ -55,6 +63,11 @@ public struct Pprof {
                     }
                 }
                 rawSamples.append(sample)
+            case 3:
+                var id: UInt64 = 0
+                try Self.fields(body) { field, value, _ in if field == 1 { id = UInt64(bitPattern: value) } }
+                guard id != 0 else { throw PprofError.invalid("a mapping with the reserved id 0") }
+                guard mappings.insert(id).inserted else { throw PprofError.invalid("two mappings with id \(id)") }
             case 4:
                 var id: UInt64 = 0
                 var line = (function: UInt64(0), line: 0)
@@ -67,6 +80,8 @@ public struct Pprof {
                         }
                     }
                 }
+                guard id != 0 else { throw PprofError.invalid("a location with the reserved id 0") }
+                guard locations[id] == nil else { throw PprofError.invalid("two locations with id \(id)") }
                 locations[id] = line
             case 5:
                 var id: UInt64 = 0
@@ -74,22 +89,32 @@ public struct Pprof {
                 try Self.fields(body) { field, value, _ in
                     if field == 1 { id = UInt64(bitPattern: value) } else if field == 2 { name = Int(value) }
                 }
+                guard id != 0 else { throw PprofError.invalid("a function with the reserved id 0") }
+                guard functions[id] == nil else { throw PprofError.invalid("two functions with id \(id)") }
                 functions[id] = name
             case 6: strings.append(String(decoding: body, as: UTF8.self))
             default: break
             }
         }
+        guard strings.first == "" else { throw PprofError.invalid("a string table that doesn't start with \"\"") }
         func string(_ index: Int) throws -> String {
             guard strings.indices.contains(index) else { throw PprofError.badIndex }
             return strings[index]
         }
+        for (id, location) in locations where location.function != 0 && functions[location.function] == nil {
+            throw PprofError.invalid("location \(id) names function \(location.function), which isn't there")
+        }
         sampleTypes = try types.map { [try string($0.0), try string($0.1)] }
         samples = try rawSamples.map { raw in
+            guard raw.values.count == types.count else {
+                throw PprofError.invalid("a sample with \(raw.values.count) values for \(types.count) sample types")
+            }
             var sample = Sample(values: raw.values)
             for id in raw.locations {
-                guard let location = locations[id], let name = functions[location.function] else {
-                    throw PprofError.badIndex
+                guard let location = locations[id] else {
+                    throw PprofError.invalid("a sample names location \(id), which isn't there")
                 }
+                guard let name = functions[location.function] else { throw PprofError.badIndex }
                 sample.frames.append(try string(name))
                 sample.lines.append(location.line)
             }

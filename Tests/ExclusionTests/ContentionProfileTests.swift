@@ -380,6 +380,25 @@ struct ContentionProfileTests {
         bytes.removeLast(3)  // a protobuf cut short
         #expect(throws: (any Error).self) { try Pprof(protobuf: bytes) }
     }
+
+    @Test func theDecoderRefusesWhatGosReaderRefuses() throws {
+        // A profile of one sample at one location in one function, and copies that break one rule
+        // of Go's reader each (Verification/pprof-check.sh shows Go refusing the same breaks in a
+        // real profile). Each must be refused; the profile itself must not be.
+        #expect(try Pprof(protobuf: tinyProfile()).samples.first?.frames == ["f"])
+        let broken: [(String, [UInt8])] = [
+            ("a location with id 0", tinyProfile(location: 0, sampleLocation: 0)),
+            ("a function with id 0", tinyProfile(function: 0, lineFunction: 0)),
+            ("a string table without \"\" first", tinyProfile(strings: ["contentions", "count", "f"])),
+            ("a sample naming a location that isn't there", tinyProfile(sampleLocation: 2)),
+            ("a line naming a function that isn't there", tinyProfile(lineFunction: 2)),
+            ("more values than sample types", tinyProfile(values: [1, 2])),
+            ("two locations with one id", tinyProfile(locations: 2)),
+        ]
+        for (what, bytes) in broken {
+            #expect(throws: PprofError.self, "\(what)") { try Pprof(protobuf: bytes) }
+        }
+    }
     #endif
 
     #if CHILD_PROCESSES && canImport(Darwin)
@@ -433,3 +452,29 @@ struct ContentionProfileTests {
 }
 
 // MARK: - Reading pprof back
+
+#if CHILD_PROCESSES || canImport(Darwin)
+/// A pprof profile of one sample type, one sample, one location and one function, with the parts
+/// `theDecoderRefusesWhatGosReaderRefuses` breaks given as arguments; written with the library's
+/// own encoding helpers, which only write varints and fields.
+private func tinyProfile(
+    strings: [String] = ["", "contentions", "count", "f"], location: Int64 = 1, locations: Int = 1,
+    function: Int64 = 1, lineFunction: Int64 = 1, sampleLocation: Int64 = 1, values: [UInt64] = [1]
+) -> [UInt8] {
+    var profile: [UInt8] = []
+    let nameIndex = Int64(strings.firstIndex(of: "f") ?? 0)
+    _PprofBuilder.append(1, _PprofBuilder.message([(1, 1), (2, 2)]), to: &profile)
+    var sample: [UInt8] = []
+    _PprofBuilder.append(1, _PprofBuilder.varint(UInt64(bitPattern: sampleLocation)), to: &sample)
+    _PprofBuilder.append(2, values.flatMap { _PprofBuilder.varint($0) }, to: &sample)
+    _PprofBuilder.append(2, sample, to: &profile)
+    for _ in 0..<locations {
+        var entry = _PprofBuilder.message([(1, location)])
+        _PprofBuilder.append(4, _PprofBuilder.message([(1, lineFunction), (2, 7)]), to: &entry)
+        _PprofBuilder.append(4, entry, to: &profile)
+    }
+    _PprofBuilder.append(5, _PprofBuilder.message([(1, function), (2, nameIndex)]), to: &profile)
+    for text in strings { _PprofBuilder.append(6, Array(text.utf8), to: &profile) }
+    return profile
+}
+#endif
