@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Plants small, realistic bugs in the code that `values`, `Bank.changes` and the contention profile
-rest on, one at a time, in a scratch copy of the package, and runs the suites that cover each: every
+"""Plants small, realistic bugs in the code that `values`, `Bank.changes`, waiting, the contention
+profile and the reference systems' reports rest on, one at a time, in a scratch copy of the package, and runs the suites that cover each: every
 planted bug must make them fail, within a minute. Prints a table of what was caught, by which tests,
 and how long the run took. See README.md here.
 
@@ -100,6 +100,27 @@ PLANTS = {
         "static var lossesBeforeGrant: Int { 2 }",
         "static var lossesBeforeGrant: Int { .max }",
         ["WaitingTests"],
+    ),
+    "simulation-most-open": (
+        "the simulation's report takes the largest branch's most open accounts, not their sum",
+        "Sources/Banking/Simulation.swift",
+        "        mostOpen += other.mostOpen",
+        "        mostOpen = max(mostOpen, other.mostOpen)",
+        ["SimulationTests"],
+    ),
+    "plist-case": (
+        "a binary property list is recognized only under a lowercase `.plist`",
+        "Sources/Documents/DocumentParser.swift",
+        'guard !data.starts(with: "bplist".utf8) else {',
+        'guard !(name.hasSuffix(".plist") && data.starts(with: "bplist".utf8)) else {',
+        ["DocumentFormatTests"],
+    ),
+    "pprof-id-zero": (
+        "pprof location and function ids start at 0, which profile.proto reserves",
+        "Sources/Exclusion/Profiling/ContentionReport+pprof.swift",
+        "let id = Int64(locationIDs.count + 1)",
+        "let id = Int64(locationIDs.count)",
+        ["ContentionProfileTests"],
     ),
     "wait-give-up-strands": (
         "a woken thread that gives up leaves the other waiters unchecked",
