@@ -33,8 +33,9 @@ struct LockTests {
         #expect(shortened == 1)
         #expect(exclusion_sleep_timeout(now + 5_000, now, &shortened) == 5_000)
         #expect(shortened == 0)
-        #expect(exclusion_sleep_timeout(now + EXCLUSION_LONGEST_SLEEP_NANOSECONDS, now, &shortened)
-            == EXCLUSION_LONGEST_SLEEP_NANOSECONDS)
+        #expect(
+            exclusion_sleep_timeout(now + EXCLUSION_LONGEST_SLEEP_NANOSECONDS, now, &shortened)
+                == EXCLUSION_LONGEST_SLEEP_NANOSECONDS)
         #expect(shortened == 0)
         #expect(exclusion_sleep_timeout(now - 1, now, &shortened) == 0)  // passed: no sleep at all
         #expect(shortened == 0)
