@@ -93,7 +93,7 @@ struct DocumentImportTests {
         }
         let deadline = ContinuousClock.now + .seconds(60)
         while databaseBytes() < files.count * text.utf8.count, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
+            await pause(.milliseconds(5))
         }
         #expect(databaseBytes() >= files.count * text.utf8.count)
         withExtendedLifetime(manager) {}  // closing the store would checkpoint too

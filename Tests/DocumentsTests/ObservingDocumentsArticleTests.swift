@@ -34,7 +34,7 @@ struct ObservingDocumentsArticleTests {
         let progress = documents.importDocuments(at: urls, delegate: nil)
 
         let deadline = ContinuousClock.now + .seconds(300)  // long enough for TSan on a busy machine
-        while list.rows.count < 20, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
+        while list.rows.count < 20, ContinuousClock.now < deadline { await pause(.milliseconds(2)) }
         #expect(Set(list.rows) == Set((0..<20).map { "doc\($0).xml" }))
         #expect(progress.totalUnitCount == 20)
         loop.cancel()

@@ -64,7 +64,9 @@ public func within<R: Sendable>(
     try await withCheckedThrowingContinuation { continuation in
         let resumption = OneResumption(continuation)
         resumption.giveUp(after: limit, what, sourceLocation)
-        Task { resumption.resume(with: .success(await body())) }
+        // Off the shared pool, which a busy suite can keep from starting the body for longer than
+        // it may take.
+        Task(executorPreference: ThreadPerJob.shared) { resumption.resume(with: .success(await body())) }
     }
 }
 
@@ -129,10 +131,19 @@ public func eventuallyOnTheMainActor(
                 "\(GaveUp(what: what, sourceLocation: sourceLocation, limit: limit))", sourceLocation: sourceLocation)
             return false
         }
-        try? await Task.sleep(for: .milliseconds(interval))
+        await pause(.milliseconds(interval))
         interval = min(interval + 1, 20)
     }
     return true
+}
+
+/// Suspends the calling task for `duration`, and resumes it on its own actor or executor without a
+/// thread of the shared pool: `Task.sleep` resumes a task there first, even a main-actor task, and
+/// a busy suite can keep every thread of the pool for seconds.
+public func pause(_ duration: Duration) async {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        watchdog.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds(duration)))) { continuation.resume() }
+    }
 }
 
 /// Whether `condition` comes to hold within `limit`, for a test that must show something does *not*
@@ -388,7 +399,11 @@ extension Task {
             return try await withCheckedThrowingContinuation { continuation in
                 let resumption = OneResumption(continuation)
                 resumption.giveUp(after: limit, "a task to end", sourceLocation)
-                Task<Void, Never> { resumption.resume(with: .success(await self.result)) }
+                // Off the shared pool: the task under test may well have ended while every thread
+                // of the pool was busy elsewhere, and that is no reason to fail it.
+                Task<Void, Never>(executorPreference: ThreadPerJob.shared) {
+                    resumption.resume(with: .success(await self.result))
+                }
             }
         } catch {
             Issue.record("\(error)", sourceLocation: sourceLocation)

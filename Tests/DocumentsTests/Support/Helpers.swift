@@ -1,5 +1,6 @@
 import Dispatch
 import Documents
+import ExclusionTestSupport
 import Foundation
 import Synchronization
 
@@ -37,7 +38,7 @@ struct TemporaryFolder {
         let deadline = ContinuousClock.now + .seconds(30)
         while FileManager.default.fileExists(atPath: log) {
             guard ContinuousClock.now < deadline else { throw CancellationError() }
-            try await Task.sleep(for: .milliseconds(5))
+            await pause(.milliseconds(5))
         }
     }
 }
