@@ -269,8 +269,10 @@ private func othersAreServedWhenAWokenThreadGivesUp(_ index: ReadersWriter<Int>,
         exclusion_testing_allow_pausing()
         firstThread.record(pthread_self())
         do {
-            // Short: its deadline passes while the read holds the state, however long that takes.
-            try index.write(when: { $0 > 0 }, timeout: .milliseconds(200)) { $0 -= 1 }
+            // Its deadline must not pass before the second thread sleeps too and it is paused,
+            // however busy the machine: it passes while the read holds the state, which the read
+            // does for as long as it takes.
+            try index.write(when: { $0 > 0 }, timeout: patience) { $0 -= 1 }
             first.record("ran")
         } catch let error as TimeoutError {
             first.record(error.cause == .stateHeld ? "gave up after a wake-up" : "timed out asleep")
