@@ -59,11 +59,20 @@ public final class DocumentManager: Sendable {
     private let nameCommits = DispatchQueue(label: "document names")
     /// Whether a ``documentsDidChangeNotification`` is on its way to the main queue.
     private let didChangeOnItsWay = Atomic<Bool>(false)
+    /// Where ``documentsDidChangeNotification`` is posted: the main queue, but in tests that must
+    /// hold the queue a post waits on, which would hold every main-actor test running beside them.
+    let announcements: DispatchQueue
 
     /// Creates an empty registry in memory, like ``shared``.
-    public init() {
+    public convenience init() {
+        self.init(announcingOn: .main)
+    }
+
+    /// An empty registry in memory whose notifications are posted on `announcements`.
+    init(announcingOn announcements: DispatchQueue) {
         registry = ReadersWriter(DocumentRegistry(), label: "document registry")
         database = nil
+        self.announcements = announcements
     }
 
     /// Opens the store in `directory`: the database file `documents.sqlite` there.
@@ -79,6 +88,7 @@ public final class DocumentManager: Sendable {
     public init(directory: URL, ifMissing: MissingStore = .create) throws(DocumentError) {
         let store = try DocumentStore(directory: directory, createIfMissing: ifMissing == .create)
         self.database = store
+        announcements = .main
         let (rows, marks) = try store.load()
         registry = ReadersWriter(.loaded(rows, marks: marks), label: "document registry")
         nextRefresh.store(Self.uptime() + Self.refreshNanoseconds, ordering: .relaxed)
@@ -254,7 +264,7 @@ public final class DocumentManager: Sendable {
     /// the change; one that finds it clear sends a post of its own.
     private func announceChangeOnTheMainQueue() {
         guard !didChangeOnItsWay.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        DispatchQueue.main.async {
+        announcements.async {
             _ = self.didChangeOnItsWay.exchange(false, ordering: .acquiringAndReleasing)
             self.postDidChange()
         }

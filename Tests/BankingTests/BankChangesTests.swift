@@ -101,15 +101,13 @@ struct BankChangesTests {
         }
         #expect(await eventually { started.isRaised })
         let accounts = try (0..<8).map { _ in try bank.openAccount(initialBalance: .amount("100.00")) }
-        await onThreads(4) { thread in
-            for round in 0..<5_000 {
-                let from = accounts[(thread + round) % accounts.count]
-                let to = accounts[(thread * 3 + round * 5 + 1) % accounts.count]
-                if from == to {
-                    try? from.addMoney(.amount("0.01"))
-                } else {
-                    try? bank.transferMoneyAmount(.amount("0.37"), from: from, to: to)
-                }
+        await onThreads(4, rounds: 5_000) { thread, round in
+            let from = accounts[(thread + round) % accounts.count]
+            let to = accounts[(thread * 3 + round * 5 + 1) % accounts.count]
+            if from == to {
+                try? from.addMoney(.amount("0.01"))
+            } else {
+                try? bank.transferMoneyAmount(.amount("0.37"), from: from, to: to)
             }
         }
         let committed = await bank.store.read { $0.changesRecorded }
@@ -166,8 +164,9 @@ struct BankChangesTests {
         let go = Flag()
         let taking = await Taking(41, from: bank, after: go)  // made, and not asked for anything yet
         let account = try bank.openAccount()
-        await onThreads(1) { _ in
-            for _ in 0..<40 { try? account.addMoney(.amount("1.00")) }  // about 32 wait 0.05 s each
+        await onThreads(1, rounds: 40) { _, _ in
+            // About 32 of the 40 wait 0.05 s each.
+            try? account.addMoney(.amount("1.00"))
         }
         #expect(account.balance == .amount("40.00"))
         // Nothing was lost meanwhile: the loop, once it asks, is given all of it.
@@ -217,8 +216,8 @@ struct BankChangesTests {
         #expect(nobodyIsWatching(bank))
         // With nobody watching, commits far past the limit don't wait (they would for ten minutes
         // each, past the test's time limit, if the ended loop still held them back).
-        await onThreads(1) { _ in
-            for _ in 0..<100 { try? account.addMoney(.amount("1.00")) }
+        await onThreads(1, rounds: 100) { _, _ in
+            try? account.addMoney(.amount("1.00"))
         }
         #expect(account.balance == .amount("103.00"))
     }
@@ -264,8 +263,8 @@ struct BankChangesTests {
         let first = await Taking(1_001, from: bank)
         let second = await Taking(1_001, from: bank)
         let account = try bank.openAccount()
-        await onThreads(1) { _ in
-            for _ in 0..<1_000 { try? account.addMoney(.amount("0.01")) }
+        await onThreads(1, rounds: 1_000) { _, _ in
+            try? account.addMoney(.amount("0.01"))
         }
         let a = await first.changes()
         let b = await second.changes()

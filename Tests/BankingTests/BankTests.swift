@@ -154,15 +154,12 @@ struct BankTests {
         let recorder = ChangeRecorder(bank: bank)
         let accounts = try (0..<8).map { _ in try bank.openAccount(initialBalance: .amount("100.00")) }
         let transfers = Atomic<Int>(0)
-        await onThreads(4) { _ in
-            var random = SystemRandomNumberGenerator()
-            for _ in 0..<1_000 {
-                let from = accounts.randomElement(using: &random)!
-                let to = accounts.randomElement(using: &random)!
-                let amount = Money(minorUnits: .random(in: 1...5_000, using: &random))
-                if (try? bank.transferMoneyAmount(amount, from: from, to: to)) != nil {
-                    transfers.add(1, ordering: .relaxed)
-                }
+        await onThreads(4, rounds: 1_000) { _, _ in
+            let from = accounts.randomElement()!
+            let to = accounts.randomElement()!
+            let amount = Money(minorUnits: .random(in: 1...5_000))
+            if (try? bank.transferMoneyAmount(amount, from: from, to: to)) != nil {
+                transfers.add(1, ordering: .relaxed)
             }
         }
         #expect(bank.totalBalanceInAllAccounts == .amount("800.00"))
@@ -407,8 +404,8 @@ struct BankAnnouncementBacklogTests {
                 sched_yield()  // sample, don't hog a core the committers and the announcer need
             }
         }
-        await onThreads(2) { _ in
-            for _ in 0..<20_000 { try? account.addMoney(.amount("0.01")) }
+        await onThreads(2, rounds: 20_000) { _, _ in
+            try? account.addMoney(.amount("0.01"))
         }
         finished.raise()
         return largest.load(ordering: .relaxed)
@@ -449,8 +446,8 @@ struct BankAnnouncementBacklogTests {
             while !finished.isRaised, !bank.announcer.isHoldingBackCommitters { sched_yield() }
         }
         defer { NotificationCenter.default.removeObserver(observer) }
-        await onThreads(1) { _ in
-            for _ in 0..<(20 * limit) { try? account.addMoney(.amount("0.01")) }
+        await onThreads(1, rounds: 20 * limit) { _, _ in
+            try? account.addMoney(.amount("0.01"))
         }
         finished.raise()
         await drain(queue)
@@ -474,8 +471,9 @@ struct BankAnnouncementBacklogTests {
         let recorder = ChangeRecorder(bank: bank) { _ in }  // before the first change, so it hears all
         let account = try bank.openAccount()
         queue.suspend()
-        await onThreads(1) { _ in
-            for _ in 0..<20 { try? account.addMoney(.amount("1.00")) }  // ten of them wait 0.1 s each
+        await onThreads(1, rounds: 20) { _, _ in
+            // Ten of the 20 wait 0.1 s each.
+            try? account.addMoney(.amount("1.00"))
         }
         queue.resume()
         #expect(await recorder.waitFor(21).count == 21)

@@ -28,7 +28,7 @@ public final class DedicatedThread: TaskExecutor, @unchecked Sendable {
     }
 
     /// Lets the thread end once the jobs enqueued so far have run.
-    func finish() {
+    public func finish() {
         _condition.lock()
         _finished = true
         _condition.signal()

@@ -34,6 +34,12 @@ public struct GaveUp: Error, CustomStringConvertible {
     public let sourceLocation: SourceLocation
     public let limit: Duration
 
+    public init(what: String, sourceLocation: SourceLocation, limit: Duration) {
+        self.what = what
+        self.sourceLocation = sourceLocation
+        self.limit = limit
+    }
+
     public var description: String {
         "waited \(limit) at \(sourceLocation.fileID):\(sourceLocation.line) for \(what), in vain"
     }
@@ -71,6 +77,30 @@ final class OneResumption<Value: Sendable>: @unchecked Sendable {
         watchdog.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds(limit)))) {
             self.resume(with: .failure(GaveUp(what: what, sourceLocation: sourceLocation, limit: limit)))
         }
+    }
+
+    /// Starts a limit on progress: `GaveUp` once `progress()` hasn't changed for `stall`, looked
+    /// at on the watchdog's queue a few times per `stall`.
+    func giveUp(
+        whenStalledFor stall: Duration, progress: @escaping @Sendable () -> Int, _ what: String,
+        _ sourceLocation: SourceLocation
+    ) {
+        let interval = DispatchTimeInterval.nanoseconds(Int(nanoseconds(stall / 4)))
+        @Sendable func look(since seen: Int, at time: ContinuousClock.Instant) {
+            watchdog.asyncAfter(deadline: .now() + interval) {
+                guard self.isPending else { return }
+                let now = ContinuousClock.now
+                let current = progress()
+                if current != seen {
+                    look(since: current, at: now)
+                } else if now - time >= stall {
+                    self.resume(with: .failure(GaveUp(what: what, sourceLocation: sourceLocation, limit: stall)))
+                } else {
+                    look(since: seen, at: time)
+                }
+            }
+        }
+        look(since: progress(), at: .now)
     }
 }
 

@@ -9,7 +9,8 @@ import Testing
 ///
 /// Real threads, not tasks: races that hide on a two-core cooperative pool show up here. The
 /// caller awaits a continuation, so no test thread is ever blocked. What the threads run is a
-/// workload: its limit is `workloadPatience`.
+/// workload: its limit is `workloadPatience`. A workload of rounds is limited by its progress
+/// instead: see `onThreads(_:rounds:stall:_:)`.
 public func onThreads(
     _ count: Int, limit: Duration = workloadPatience, sourceLocation: SourceLocation = #_sourceLocation,
     _ body: @escaping @Sendable (Int) -> Void
@@ -34,6 +35,50 @@ public func onThreads(
         }
     } catch {
         Issue.record("\(error) (\(finished.load(ordering: .relaxed)) finished)", sourceLocation: sourceLocation)
+    }
+}
+
+/// Runs `body(thread, round)` for `rounds` rounds on each of `count` new threads that start
+/// together, and returns when all are done, or records an issue and returns once no round has
+/// ended anywhere for `stall`.
+///
+/// The limit is on progress, not on the whole: a workload beside other work runs as many times
+/// slower as the machine is busy (each round that hands the state over waits for a processor), and
+/// no fixed limit is right for every machine, but a hang stops every round, and is failed after
+/// `stall` whatever the load. A round is one event, so `stall` is the suite's patience for one.
+/// Where rounds wait for work that goes on elsewhere (a drain that runs what other rounds
+/// submitted), `progress` counts that work too.
+public func onThreads(
+    _ count: Int, rounds: Int, stall: Duration = patience, progress: @escaping @Sendable () -> Int = { 0 },
+    sourceLocation: SourceLocation = #_sourceLocation, _ body: @escaping @Sendable (_ thread: Int, _ round: Int) -> Void
+) async {
+    let ready = Atomic<Int>(0)
+    let ended = Atomic<Int>(0)
+    let finished = Atomic<Int>(0)
+    do {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let resumption = OneResumption(continuation)
+            resumption.giveUp(
+                whenStalledFor: stall, progress: { ended.load(ordering: .relaxed) + progress() },
+                "a round of \(count) threads' \(rounds) to end", sourceLocation)
+            for index in 0..<count {
+                let thread = Thread {
+                    ready.add(1, ordering: .sequentiallyConsistent)
+                    while ready.load(ordering: .sequentiallyConsistent) < count { sched_yield() }
+                    for round in 0..<rounds {
+                        body(index, round)
+                        ended.add(1, ordering: .relaxed)
+                    }
+                    if finished.add(1, ordering: .sequentiallyConsistent).newValue == count {
+                        resumption.resume(with: .success(()))
+                    }
+                }
+                thread.start()
+            }
+        }
+    } catch {
+        Issue.record(
+            "\(error) (\(ended.load(ordering: .relaxed)) of \(count * rounds) rounds ended)", sourceLocation: sourceLocation)
     }
 }
 
@@ -243,8 +288,13 @@ public final class Countdown: @unchecked Sendable {
         }
         waiter?.resume(with: .success(()))
     }
-    /// Returns once every arrival happened, or records an issue and returns after `limit`.
-    public func wait(limit: Duration = patience, sourceLocation: SourceLocation = #_sourceLocation) async {
+    /// Returns once every arrival happened, or records an issue and returns once none has
+    /// happened for `stall`: arrivals that keep coming on a busy machine are progress, however
+    /// slow, and a lost one stops them. `progress` counts other work the arrivals wait for.
+    public func wait(
+        stall: Duration = patience, progress: @escaping @Sendable () -> Int = { 0 },
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
         do {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let resumption = OneResumption(continuation)
@@ -256,7 +306,9 @@ public final class Countdown: @unchecked Sendable {
                 if done {
                     resumption.resume(with: .success(()))
                 } else {
-                    resumption.giveUp(after: limit, "\(_count) arrivals", sourceLocation)
+                    resumption.giveUp(
+                        whenStalledFor: stall, progress: { self._lock.withLock { -self._remaining } + progress() },
+                        "the next of \(_count) arrivals", sourceLocation)
                 }
             }
         } catch {

@@ -123,24 +123,28 @@ struct ExclusiveTests {
         let value = Exclusive(0)
         let probe = ExclusionProbe()
         let done = Countdown(3 * 5_000)
-        await onThreads(3) { index in
-            for _ in 0..<5_000 {
-                switch index {
-                case 0: value.access { _ in probe.body() }
-                case 1: value.accessAsync { _ in probe.body() }
-                default:
-                    let group = DispatchGroup()
-                    group.enter()
-                    Task {
-                        await value.access { _ in probe.body() }
-                        group.leave()
-                    }
-                    group.wait()  // a real thread of this test, not a cooperative one
+        // The awaited accesses run on a thread of their own, not on the shared pool: another
+        // test's work can keep every thread of the pool for seconds.
+        let awaiting = DedicatedThread()
+        defer { awaiting.finish() }
+        // Thread 1's submissions pile up, and the drain runs them one after the other while
+        // threads 0 and 2 wait: its bodies are progress too.
+        await onThreads(3, rounds: 5_000, progress: { probe.count }) { index, _ in
+            switch index {
+            case 0: value.access { _ in probe.body() }
+            case 1: value.accessAsync { _ in probe.body() }
+            default:
+                let group = DispatchGroup()
+                group.enter()
+                Task(executorPreference: awaiting) {
+                    await value.access { _ in probe.body() }
+                    group.leave()
                 }
-                done.arrive()
+                group.wait()  // a real thread of this test, not a cooperative one
             }
+            done.arrive()
         }
-        await done.wait()
+        await done.wait(progress: { probe.count })
         syncAccess(value) { _ in }  // runs after everything this thread can see submitted
         #expect(await eventually { probe.count == 15_000 })
         #expect(probe.mostInside == 1)
@@ -150,14 +154,13 @@ struct ExclusiveTests {
 
     @Test func aThreadsSyncAccessSeesItsEarlierAsyncAccess() async {
         let value = Exclusive(0)
-        await onThreads(4) { index in
-            for round in 1...2_000 {
-                value.accessAsync { $0 = index * 1_000_000 + round }
-                let seen = value.access { $0 }
-                // Nobody else can have run after this thread's async access and before its sync
-                // access unless they wrote their own value: ours, or a later one from another thread.
-                if seen / 1_000_000 == index { #expect(seen % 1_000_000 == round) }
-            }
+        await onThreads(4, rounds: 2_000) { index, step in
+            let round = step + 1
+            value.accessAsync { $0 = index * 1_000_000 + round }
+            let seen = value.access { $0 }
+            // Nobody else can have run after this thread's async access and before its sync
+            // access unless they wrote their own value: ours, or a later one from another thread.
+            if seen / 1_000_000 == index { #expect(seen % 1_000_000 == round) }
         }
         let value2 = Exclusive(0)
         value2.accessAsync { $0 = 1 }
@@ -178,8 +181,8 @@ struct ExclusiveTests {
 
     @Test func eachThreadsAsyncWorkRunsInItsOrder() async {
         let log = Exclusive([[Int]](repeating: [], count: 4))
-        await onThreads(4) { index in
-            for step in 0..<5_000 { log.accessAsync { $0[index].append(step) } }
+        await onThreads(4, rounds: 5_000) { index, step in
+            log.accessAsync { $0[index].append(step) }
         }
         let all = await log.access { $0 }
         for perThread in all { #expect(perThread == Array(0..<5_000)) }
@@ -248,12 +251,10 @@ struct ExclusiveTests {
         let value = Exclusive(0)
         let delivered = Recorder<Int>()
         let done = Countdown(4 * 1_000)
-        await onThreads(4) { thread in
-            for step in 0..<1_000 {
-                value.accessAsync(deliverOn: .global(), { $0 += 1 }) { _ in
-                    delivered.record(thread * 1_000 + step)
-                    done.arrive()
-                }
+        await onThreads(4, rounds: 1_000) { thread, step in
+            value.accessAsync(deliverOn: .global(), { $0 += 1 }) { _ in
+                delivered.record(thread * 1_000 + step)
+                done.arrive()
             }
         }
         await done.wait()
@@ -266,11 +267,9 @@ struct ExclusiveTests {
         // moment a submission could slip between "nothing pending" and "drain over".
         let value = Exclusive(0)
         let done = Countdown(4 * 3_000)
-        await onThreads(4) { _ in
-            for round in 0..<3_000 {
-                value.accessAsync(deliverOn: .global(), { $0 += 1 }) { _ in done.arrive() }
-                if round % 64 == 0 { usleep(50) }  // let the drain run dry now and then
-            }
+        await onThreads(4, rounds: 3_000) { _, round in
+            value.accessAsync(deliverOn: .global(), { $0 += 1 }) { _ in done.arrive() }
+            if round % 64 == 0 { usleep(50) }  // let the drain run dry now and then
         }
         await done.wait()
         #expect(await value.access { $0 } == 12_000)

@@ -285,12 +285,10 @@ private func lostUpdates(
     let tally = Tally()
     let threads = 4
     let increments = 100_000
-    await onThreads(threads) { _ in
-        for _ in 0..<increments {
-            let took = taking(lock)
-            tally.increment()
-            if took { releasing(lock) }
-        }
+    await onThreads(threads, rounds: increments) { _, _ in
+        let took = taking(lock)
+        tally.increment()
+        if took { releasing(lock) }
     }
     return threads * increments - tally.value.load(ordering: .relaxed)
 }

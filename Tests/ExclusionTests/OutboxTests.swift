@@ -90,8 +90,8 @@ private func arrivalOrder(
         arrived.record(stamp)
         done.arrive()
     }
-    await onThreads(threads) { _ in
-        for _ in 0..<commits { commit(queue, deliver) }
+    await onThreads(threads, rounds: commits) { _, _ in
+        commit(queue, deliver)
     }
     await done.wait()
     return arrived.values

@@ -159,25 +159,23 @@ struct ReadersWriterTests {
         let readersDuringWrites = Atomic<Int>(0)
         let readsInside = Atomic<Int>(0)
         let writersInside = Atomic<Int>(0)
-        await onThreads(4) { index in
-            for _ in 0..<10_000 {
-                if index < 2 {
-                    value.write { _ in
-                        writersInside.add(1, ordering: .sequentiallyConsistent)
-                        if readsInside.load(ordering: .sequentiallyConsistent) != 0 {
-                            readersDuringWrites.add(1, ordering: .relaxed)
-                        }
-                        writes.body()
-                        writersInside.subtract(1, ordering: .sequentiallyConsistent)
+        await onThreads(4, rounds: 10_000) { index, _ in
+            if index < 2 {
+                value.write { _ in
+                    writersInside.add(1, ordering: .sequentiallyConsistent)
+                    if readsInside.load(ordering: .sequentiallyConsistent) != 0 {
+                        readersDuringWrites.add(1, ordering: .relaxed)
                     }
-                } else {
-                    value.read { _ in
-                        readsInside.add(1, ordering: .sequentiallyConsistent)
-                        if writersInside.load(ordering: .sequentiallyConsistent) != 0 {
-                            readersDuringWrites.add(1, ordering: .relaxed)
-                        }
-                        readsInside.subtract(1, ordering: .sequentiallyConsistent)
+                    writes.body()
+                    writersInside.subtract(1, ordering: .sequentiallyConsistent)
+                }
+            } else {
+                value.read { _ in
+                    readsInside.add(1, ordering: .sequentiallyConsistent)
+                    if writersInside.load(ordering: .sequentiallyConsistent) != 0 {
+                        readersDuringWrites.add(1, ordering: .relaxed)
                     }
+                    readsInside.subtract(1, ordering: .sequentiallyConsistent)
                 }
             }
         }
@@ -190,17 +188,15 @@ struct ReadersWriterTests {
         // Writers keep the two halves equal; a read that overlapped a write would see them differ.
         let pair = ReadersWriter((left: 0, right: 0))
         let torn = Atomic<Int>(0)
-        await onThreads(4) { index in
-            for step in 0..<20_000 {
-                if index == 0 || step % 10 == 0 {
-                    pair.write { state in
-                        state.left += 1
-                        state.right += 1
-                    }
-                } else {
-                    pair.read { state in
-                        if state.left != state.right { torn.add(1, ordering: .relaxed) }
-                    }
+        await onThreads(4, rounds: 20_000) { index, step in
+            if index == 0 || step % 10 == 0 {
+                pair.write { state in
+                    state.left += 1
+                    state.right += 1
+                }
+            } else {
+                pair.read { state in
+                    if state.left != state.right { torn.add(1, ordering: .relaxed) }
                 }
             }
         }
@@ -238,11 +234,10 @@ struct ReadersWriterTests {
     @Test func aThreadsReadSeesItsEarlierAsyncWrite() async {
         let value = ReadersWriter([Int](repeating: 0, count: 4))
         let stale = Atomic<Int>(0)
-        await onThreads(4) { index in
-            for round in 1...2_000 {
-                value.writeAsync { $0[index] = round }
-                if value.read({ $0[index] }) != round { stale.add(1, ordering: .relaxed) }
-            }
+        await onThreads(4, rounds: 2_000) { index, step in
+            let round = step + 1
+            value.writeAsync { $0[index] = round }
+            if value.read({ $0[index] }) != round { stale.add(1, ordering: .relaxed) }
         }
         #expect(stale.load(ordering: .relaxed) == 0)
     }
@@ -273,15 +268,13 @@ struct ReadersWriterTests {
         // stopping: a lost submission shows up as a completion that never arrives.
         let value = ReadersWriter(0)
         let done = Countdown(4 * 3_000)
-        await onThreads(4) { thread in
-            for round in 0..<3_000 {
-                if (thread + round) % 3 == 0 {
-                    value.readAsync(deliverOn: .global(), { $0 }) { _ in done.arrive() }
-                } else {
-                    value.writeAsync(deliverOn: .global(), { $0 += 1 }) { _ in done.arrive() }
-                }
-                if round % 64 == 0 { usleep(50) }
+        await onThreads(4, rounds: 3_000) { thread, round in
+            if (thread + round) % 3 == 0 {
+                value.readAsync(deliverOn: .global(), { $0 }) { _ in done.arrive() }
+            } else {
+                value.writeAsync(deliverOn: .global(), { $0 += 1 }) { _ in done.arrive() }
             }
+            if round % 64 == 0 { usleep(50) }
         }
         await done.wait()
         #expect(await value.read { $0 } == 8_000)

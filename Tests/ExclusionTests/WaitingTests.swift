@@ -448,14 +448,12 @@ struct WaitingTests {
         let value = Exclusive(0)
         let index = ReadersWriter(0)
         let failures = Atomic<Int>(0)
-        await onThreads(2) { thread in
-            for _ in 0..<20_000 {
-                if thread == 0 {
-                    if value.accessIfAvailable({ $0 += 1 }) == nil { failures.add(1, ordering: .relaxed) }
-                    if index.readIfAvailable({ $0 }) == nil { failures.add(1, ordering: .relaxed) }
-                } else {
-                    _ = index.readIfAvailable { $0 }  // shares, so it never stops the other's read
-                }
+        await onThreads(2, rounds: 20_000) { thread, _ in
+            if thread == 0 {
+                if value.accessIfAvailable({ $0 += 1 }) == nil { failures.add(1, ordering: .relaxed) }
+                if index.readIfAvailable({ $0 }) == nil { failures.add(1, ordering: .relaxed) }
+            } else {
+                _ = index.readIfAvailable { $0 }  // shares, so it never stops the other's read
             }
         }
         #expect(failures.load(ordering: .relaxed) == 0)

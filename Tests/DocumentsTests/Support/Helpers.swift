@@ -3,6 +3,7 @@ import Documents
 import ExclusionTestSupport
 import Foundation
 import Synchronization
+import Testing
 
 /// A fresh folder under the temporary directory, removed with `remove()`.
 struct TemporaryFolder {
@@ -33,11 +34,14 @@ struct TemporaryFolder {
     /// Waits until the last manager on the store in this folder is gone: SQLite then folds the
     /// write-ahead log into the database file and deletes it. Notifications still on their way to
     /// the main queue keep a manager alive until they are delivered.
-    func waitUntilTheStoreIsClosed() async throws {
+    func waitUntilTheStoreIsClosed(sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let log = url.appendingPathComponent("documents.sqlite-wal").path
-        let deadline = ContinuousClock.now + .seconds(30)
+        let limit = patience * 3
+        let deadline = ContinuousClock.now + limit
         while FileManager.default.fileExists(atPath: log) {
-            guard ContinuousClock.now < deadline else { throw CancellationError() }
+            guard ContinuousClock.now < deadline else {
+                throw GaveUp(what: "the store to be closed", sourceLocation: sourceLocation, limit: limit)
+            }
             await pause(.milliseconds(5))
         }
     }

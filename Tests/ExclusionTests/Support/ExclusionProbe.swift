@@ -34,8 +34,8 @@ final class ExclusionProbe: Sendable {
         threads: Int = 4, iterations: Int = 5_000, _ accessor: @escaping @Sendable (@escaping () -> Void) -> Void
     ) async -> ExclusionProbe {
         let probe = ExclusionProbe()
-        await onThreads(threads) { _ in
-            for _ in 0..<iterations { accessor { probe.body() } }
+        await onThreads(threads, rounds: iterations) { _, _ in
+            accessor { probe.body() }
         }
         return probe
     }
