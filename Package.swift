@@ -120,7 +120,8 @@ let package = Package(
             swiftSettings: testSettings
         ),
         .testTarget(
-            name: "ExclusionTestingTests", dependencies: ["ExclusionTesting", "Exclusion", "ExclusionTestSupport"],
+            name: "ExclusionTestingTests",
+            dependencies: ["ExclusionTesting", "Exclusion", "ExclusionTestSupport", "SplitMix"],
             swiftSettings: testSettings),
     ],
     swiftLanguageModes: [.v6]

@@ -90,7 +90,9 @@ extension Exclusive {
         _ body: @escaping @Sendable (inout sending State) throws -> R, deliverOn queue: DispatchQueue = .main,
         completion: @escaping @Sendable (Result<R, any Error>) -> Void
     ) {
-        _engine.submit(when: condition, timeout: timeout, body, deliverOn: queue, completion: completion)
+        _engine.submit(
+            attempting: "accessAsync(when:)", when: condition, timeout: timeout, body, deliverOn: queue,
+            completion: completion)
     }
 
     /// Runs `body` with exclusive access to the state if nothing else holds it right now, and
@@ -110,7 +112,7 @@ extension Exclusive {
         _ body: (inout sending State) throws(E) -> sending R
     ) throws(E) -> sending R? {
         let thread = _CurrentThread()
-        _engine.checkNotInside(thread, attempting: "accessIfAvailable")
+        _engine.checkBeforeNotWaiting(thread, .trying, shared: false, attempting: "accessIfAvailable")
         guard let outbox = _engine.tryTakeExclusively(thread) else { return nil }
         defer { _engine.releaseExclusively(thread, outbox) }
         return try body(&_engine._state.pointee)

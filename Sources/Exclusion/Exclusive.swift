@@ -138,7 +138,7 @@ extension Exclusive {
     /// - Parameter body: Changes the state. It runs on a thread of the instance's choosing.
     @inlinable
     public func accessAsync(_ body: @escaping @Sendable (inout sending State) -> Void) {
-        _engine.submit(body)
+        _engine.submit(attempting: "accessAsync", body)
     }
 
     /// Runs `body` with exclusive access to the state later, and delivers its result on `queue`.
@@ -160,7 +160,7 @@ extension Exclusive {
         _ body: @escaping @Sendable (inout sending State) throws -> R,
         completion: @escaping @Sendable (Result<R, any Error>) -> Void
     ) {
-        _engine.submit(deliverOn: queue, body, completion: completion)
+        _engine.submit(attempting: "accessAsync", deliverOn: queue, body, completion: completion)
     }
 
     /// Runs `body` with exclusive access to the state, suspending instead of blocking while

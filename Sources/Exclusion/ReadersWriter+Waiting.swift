@@ -75,7 +75,7 @@ extension ReadersWriter {
     /// - Throws: What `body` throws.
     public func readIfAvailable<R, E: Error>(_ body: (State) throws(E) -> R) throws(E) -> R? {
         let thread = _CurrentThread()
-        _engine.checkNotInside(thread, attempting: "readIfAvailable")
+        _engine.checkBeforeNotWaiting(thread, .trying, shared: true, attempting: "readIfAvailable")
         return try _engine.sharedIfAvailable(thread, body)
     }
 
@@ -90,7 +90,7 @@ extension ReadersWriter {
     /// - Throws: What `body` throws.
     public func writeIfAvailable<R, E: Error>(_ body: (inout State) throws(E) -> R) throws(E) -> R? {
         let thread = _CurrentThread()
-        _engine.checkNotInside(thread, attempting: "writeIfAvailable")
+        _engine.checkBeforeNotWaiting(thread, .trying, shared: false, attempting: "writeIfAvailable")
         guard let outbox = _engine.tryTakeExclusively(thread) else { return nil }
         defer { _engine.releaseExclusively(thread, outbox) }
         return try body(&_engine._state.pointee)

@@ -79,7 +79,7 @@ extension ReadersWriter {
         _ body: (State) throws(E) -> R, file: StaticString = #fileID, line: UInt = #line
     ) throws(E) -> R {
         let thread = _CurrentThread()
-        _engine.checkNesting(thread, attempting: "read", file: file, line: line)
+        _engine.checkNesting(thread, attempting: "read", shared: true, file: file, line: line)
         return try _engine.shared(thread, file: file, line: line, body)
     }
 
@@ -144,7 +144,7 @@ extension ReadersWriter where State: Sendable {
         _ body: @escaping @Sendable (State) throws -> R,
         completion: @escaping @Sendable (Result<R, any Error>) -> Void
     ) {
-        _engine.submitShared(deliverOn: queue, body, completion: completion)
+        _engine.submitShared(attempting: "readAsync", deliverOn: queue, body, completion: completion)
     }
 
     /// Runs `body` with exclusive access to the state later, and returns at once.
@@ -156,7 +156,7 @@ extension ReadersWriter where State: Sendable {
     /// ```
     @inlinable
     public func writeAsync(_ body: @escaping @Sendable (inout State) -> Void) {
-        _engine.submit(body)
+        _engine.submit(attempting: "writeAsync", body)
     }
 
     /// Runs `body` with exclusive access to the state later, and delivers its result on `queue`.
@@ -171,7 +171,7 @@ extension ReadersWriter where State: Sendable {
         _ body: @escaping @Sendable (inout State) throws -> R,
         completion: @escaping @Sendable (Result<R, any Error>) -> Void
     ) {
-        _engine.submit(deliverOn: queue, body, completion: completion)
+        _engine.submit(attempting: "writeAsync", deliverOn: queue, body, completion: completion)
     }
 
     /// Runs `body` with shared access to the state, suspending instead of blocking while a write

@@ -17,9 +17,10 @@ public struct Schedule: Equatable, Codable, Sendable, CustomStringConvertible {
     /// Which scenario of that seed, counting from 0.
     public var scenario: Int
     /// At each switch point, in order, the thread that went on: `0..<threads` for the scenario's
-    /// threads, and from `threads` on for drains of submitted work, numbered as they were
-    /// submitted. The threads' starts, each running up to its first switch point in turn, come
-    /// before the first choice.
+    /// threads (with ``ScheduleExplorer/explore(preemptionBound:seed:search:_:)``, the spawned
+    /// ones, in the order spawned), and from `threads` on for the drains of submitted work and the
+    /// child tasks the threads started, numbered as they appeared. The threads' starts, each
+    /// running up to its first switch point in turn, come before the first choice.
     public var choices: [Int]
     /// How many choices stopped a thread that could have gone on.
     public var preemptions: Int

@@ -37,26 +37,38 @@ extension ScheduleExploration {
         let object = setUp()
         let history = Mutex<[HistoryOperation<Model.Input, Model.Output>]>([])
         let isAsynchronous = if case .asynchronous = operation { true } else { false }
+        let executor = isAsynchronous ? ScenarioTaskExecutor(execution) : nil
         let threads = programs.indices.map { thread in
-            ScheduledEntity(
-                number: thread, name: "thread \(thread)", executor: isAsynchronous ? ScenarioTaskExecutor() : nil)
+            ScheduledEntity(number: thread, name: "thread \(thread)", executor: executor)
         }
-        execution.lock.withLock { execution.entities = threads }
+        // The checks that run once every thread has finished, as one more entity.
+        let checks = finally.map { _ in
+            ScheduledEntity(number: programs.count, name: "finally", executor: executor, final: true)
+        }
+        execution.lock.withLock { execution.entities = threads + (checks.map { [$0] } ?? []) }
+        let recordsHistory = self.recordsHistory
         for (thread, program) in programs.enumerated() {
             let operation = self.operation
             threads[thread].start(in: execution) {
                 for input in program {
-                    let call = execution.noteCall(threads[thread], "\(input)")
+                    let call = recordsHistory ? execution.noteCall(threads[thread], "\(input)") : 0
                     switch Self.apply(operation, object, input, on: threads[thread], execution) {
-                    case .success(let output):
+                    case .success(let output) where recordsHistory:
                         let returned = execution.noteReturn(threads[thread], "\(output)")
                         let done = HistoryOperation(
                             thread: thread, input: input, output: output, call: call, return: returned)
                         history.withLock { $0.append(done) }
+                    case .success:
+                        break
                     case .failure(let error):
                         execution.noteThrow(threads[thread], "\(input)", error)
                     }
                 }
+            }
+        }
+        if let checks, let finally {
+            checks.start(in: execution) {
+                do { try finally(object) } catch { execution.noteThrow(checks, "its check", error) }
             }
         }
         var outcome = Outcome()
@@ -65,6 +77,8 @@ extension ScheduleExploration {
             guard execution.grant(thread, .proceed, preempting: false) else { break }
         }
         outcome.decisions = step(execution, &chooser)
+        execution.endChildTasks()
+        execution.noteTrap()
         outcome.steps = execution.lock.withLock { execution.steps }
         outcome.history = history.withLock { $0 }.sorted { $0.call < $1.call }
         outcome.usedUnseen = execution.lock.withLock { execution.usedUnseen }
@@ -118,6 +132,9 @@ extension ScheduleExploration {
     private func judge(_ execution: ScheduledExecution, _ outcome: inout Outcome) {
         let (stopped, thrown) = execution.lock.withLock { (execution.failure, execution.thrown) }
         switch stopped {
+        case .crashed(let entity, let signal):
+            let name = execution.lock.withLock { execution.entities[entity].name }
+            outcome.failure = (.crashed, "\(name) trapped (\(TrapContainment.name(of: signal)))")
         case .reentrant(let message): outcome.failure = (.reentrantAccess, message)
         case .lockOrderInversion(let message): outcome.failure = (.lockOrderInversion, message)
         case .deadlock(let message): outcome.failure = (.deadlock, message)
@@ -125,6 +142,7 @@ extension ScheduleExploration {
         case .scheduleMismatch(let message): outcome.failure = (.scheduleMismatch, message)
         case nil:
             if let thrown { return outcome.failure = (.threw, thrown) }
+            guard recordsHistory else { return }
             switch LinearizabilityChecker(model: explorer.model, budget: explorer.budget).check(outcome.history) {
             case .linearizable: break
             case .unknown: outcome.undecided = true
@@ -151,6 +169,7 @@ extension ScheduleExploration {
         case .asynchronous(let perform):
             let executor = entity.executor!
             let result = Mutex<Result<Model.Output, any Error>?>(nil)
+            executor.adoptNextTask(for: entity.number)
             Task(executorPreference: executor) {
                 let outcome: Result<Model.Output, any Error>
                 do { outcome = .success(try await perform(object, input)) } catch { outcome = .failure(error) }
@@ -158,7 +177,7 @@ extension ScheduleExploration {
             }
             while true {
                 if let done = result.withLock({ $0 }) { return done }
-                if !executor.runNextJob() { execution.suspend(entity) }
+                if !executor.runNextJob(for: entity.number) { execution.suspend(entity) }
             }
         }
     }

@@ -1,3 +1,4 @@
+import Foundation
 import SplitMix
 
 /// One call of ``ScheduleExplorer/run(setUp:inputs:perform:)`` or of `replay`: the scenarios, the
@@ -10,17 +11,26 @@ final class ScheduleExploration<Model: SequentialModel, Object: Sendable>: Senda
     let setUp: @Sendable () -> Object
     let inputs: @Sendable (inout ScenarioGenerator) -> Model.Input
     let operation: ScenarioOperation<Object, Model.Input, Model.Output>
+    /// Runs once every thread has finished, as a thread of its own: a throw fails the schedule. For
+    /// explorations without a model (``ScheduleExplorer/explore(preemptionBound:seed:search:_:)``),
+    /// which record no history either.
+    let finally: (@Sendable (Object) throws -> Void)?
 
     init(
         _ explorer: ScheduleExplorer<Model>, _ setUp: @escaping @Sendable () -> Object,
         _ inputs: @escaping @Sendable (inout ScenarioGenerator) -> Model.Input,
-        _ operation: ScenarioOperation<Object, Model.Input, Model.Output>
+        _ operation: ScenarioOperation<Object, Model.Input, Model.Output>,
+        finally: (@Sendable (Object) throws -> Void)? = nil
     ) {
         self.explorer = explorer
         self.setUp = setUp
         self.inputs = inputs
         self.operation = operation
+        self.finally = finally
     }
+
+    /// Whether the operations' calls and returns are recorded and checked against the model.
+    var recordsHistory: Bool { finally == nil }
 
     /// What the exploration has done so far.
     private struct Tally {
@@ -47,7 +57,10 @@ final class ScheduleExploration<Model: SequentialModel, Object: Sendable>: Senda
                 tally.isExhaustive = false
                 failing = randomized(programs, scenario, schedules: schedules, depth: depth, &tally)
             }
-            if let failing { return report(tally, failing, Schedule(seed: explorer.seed, scenario: scenario, failing)) }
+            if let failing {
+                let schedule = Schedule(seed: explorer.seed, scenario: scenario, failing)
+                return report(tally, explained(failing, programs, schedule), schedule)
+            }
         }
         return report(tally, nil, nil)
     }
@@ -63,7 +76,27 @@ final class ScheduleExploration<Model: SequentialModel, Object: Sendable>: Senda
         tally.usedUnseen = outcome.usedUnseen
         if outcome.undecided { tally.undecided += 1 }
         guard outcome.failure != nil else { return report(tally, nil, nil) }
-        return report(tally, outcome, Schedule(seed: schedule.seed, scenario: schedule.scenario, outcome))
+        let replayed = Schedule(seed: schedule.seed, scenario: schedule.scenario, outcome)
+        return report(tally, explained(outcome, programs(schedule.seed, schedule.scenario), replayed), replayed)
+    }
+
+    /// A failure, with what a trap's report lacks: the schedule and its table go to standard error
+    /// at once (if the process ends after all, they are there), and the runtime's message, which
+    /// only standard error has, is taken from a run of the same schedule under a capture.
+    private func explained(_ failing: Outcome, _ programs: [[Model.Input]], _ schedule: Schedule) -> Outcome {
+        guard let failure = failing.failure, failure.kind == .crashed else { return failing }
+        let notice = "ScheduleExplorer: \(failure.message); replay this schedule: \(schedule)\n\(failing.table)\n"
+        notice.withCString { _ = write(2, $0, strlen($0)) }
+        var chooser = PrefixChooser(prefix: schedule.choices)
+        let (_, written) = capturingStandardError { execute(programs, &chooser) }
+        let said = written.split(separator: "\n").last { line in
+            ["Fatal error", "Precondition failed", "Assertion failed"].contains { line.contains($0) }
+        }
+        var explained = failing
+        explained.failure!.message =
+            said.map { "\($0.trimmingCharacters(in: .whitespaces)) (\(failure.message))" }
+            ?? "\(failure.message): the runtime wrote no message (a release build's precondition traps without one)"
+        return explained
     }
 
     /// The scenario's operations.
@@ -126,14 +159,10 @@ final class ScheduleExploration<Model: SequentialModel, Object: Sendable>: Senda
 
     private func report(_ tally: Tally, _ failing: Outcome?, _ schedule: Schedule?) -> Report {
         var notes: [String] = []
-        if case .asynchronous = operation {
+        if tally.usedUnseen {
             notes.append(
-                "asynchronous operations: an awaited access that didn't have to wait took the instance with no "
-                    + "switch point before it, so no schedule preempted a task just before one")
-        } else if tally.usedUnseen {
-            notes.append(
-                "an instance was taken with no switch point before it (an awaited access or an ...IfAvailable "
-                    + "access): no schedule preempted a thread just before one")
+                "an instance was taken with no switch point before it (by a thread the explorer doesn't run, or "
+                    + "a task it doesn't see): no schedule preempted a thread just before one")
         }
         let failure = failing.flatMap { failing in
             schedule.map { schedule in

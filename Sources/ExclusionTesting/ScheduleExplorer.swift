@@ -10,13 +10,22 @@ import Foundation
 /// Runs a scenario's threads one step at a time, in every order that matters, and checks each
 /// history: the interleaving a test run by the scheduler would miss, found, printed and replayable.
 ///
-/// Like ``ScenarioRunner``, the explorer generates *scenarios* (a list of operations for each
-/// thread) from ``seed``, runs them on a fresh object, and checks every history against the model.
-/// Unlike it, the explorer decides who runs. Each thread is a real thread, but only one runs at a
-/// time, and it stops at each of Exclusion's synchronization points (an access about to take an
-/// instance, a condition found false, a drain of submitted work) until the explorer picks who goes
-/// on. A thread whose access would wait for the lock simply isn't picked; when no thread can go on
-/// and some haven't finished, that is a deadlock, reported with the schedule that led there.
+/// Most tests need no model: threads, and a check of what must hold once they have finished
+/// (``explore(preemptionBound:seed:search:_:)``):
+///
+/// ```swift
+/// let report = await ScheduleExplorer.explore(preemptionBound: 2, seed: 7) { threads in
+///     let seats = Seats()                       // made afresh for every schedule
+///     threads.spawn { _ = try seats.reserve(1) }
+///     threads.spawn { _ = try await seats.reserveAsync(1) }
+///     threads.finally { guard seats.count == 1 else { throw Overbooked() } }
+/// }
+/// #expect(report.passed, "\(report)")
+/// ```
+///
+/// With a model, the explorer generates *scenarios* like ``ScenarioRunner`` (a list of operations
+/// for each thread) from ``seed``, runs them on a fresh object, and checks every history against
+/// the model:
 ///
 /// ```swift
 /// let explorer = ScheduleExplorer(
@@ -28,29 +37,38 @@ import Foundation
 /// #expect(report.passed, "\(report)")
 /// ```
 ///
+/// Either way the explorer decides who runs. Each thread is a real thread (a task's steps run on
+/// an executor the explorer owns), but only one runs at a time, and it stops at each of
+/// Exclusion's synchronization points until the explorer picks who goes on: every access about to
+/// take an instance, synchronous or awaited, conditional, timed or `...IfAvailable`; a condition
+/// found false; a submission and the drain that runs it. Child tasks (`async let`, task groups,
+/// `Task { }`) are threads of their own. A thread whose access would wait for the lock simply
+/// isn't picked; when no thread can go on and some haven't finished, that is a deadlock, reported
+/// with the schedule that led there.
+///
 /// By default (``Search/systematic``) it runs every schedule with at most ``preemptionBound``
 /// preemptions, fewest first, so a failure comes with the fewest preemptions that make the
 /// scenario fail; schedules that only reorder steps on different instances run once. A failure
 /// stops the run: its report holds the history, a table of the schedule with a column per thread,
 /// and the ``Schedule`` itself, which ``replay(_:setUp:inputs:perform:)-4ojlz`` runs again exactly.
 ///
-/// What counts as a failure: a history the model can't explain; an operation that throws; a
-/// deadlock; a re-entrant access, and a lock-order inversion where Exclusion checks the lock
-/// order: misuse that would stop the process is reported instead. A trap (a failed precondition,
-/// `fatalError`) stops the process, as it would anywhere.
+/// What counts as a failure: a history the model can't explain, or a check that throws; an
+/// operation that throws; a deadlock; a re-entrant access, and a lock-order inversion where
+/// Exclusion checks the lock order: misuse that would stop the process is reported instead; and a
+/// trap in an explored thread (a failed precondition, a force unwrap of nil): its schedule and
+/// table go to standard error before anything else, and on Linux and macOS the run goes on with a
+/// failure of kind `crashed` that holds the runtime's message.
 ///
 /// An access's end is no switch point of its own: what a thread does between letting go of an
 /// instance and its next synchronization point touches nothing another thread can see, so
 /// switching there or at that next point gives the same executions. The table shows the ends.
 ///
-/// - Warning: Only instances of `Exclusive` and `ReadersWriter` made by `setUp` or by the
-///   operations, used only by the scenario's threads, are explored. The explorer sees nothing
-///   else that threads share (make everything shared such an instance), and a thread that waits
-///   for anything else (a semaphore, an actor, a completion on a queue) stalls its schedule, which
-///   is reported as stuck after ``stepTimeLimit``. Operations must be deterministic: the explorer
-///   replays each schedule from the start. An awaited access that doesn't have to wait, and an
-///   `...IfAvailable` access, take the instance with no switch point before them; reports of
-///   asynchronous scenarios say so.
+/// - Warning: Only instances of `Exclusive` and `ReadersWriter` made afresh for each schedule, used
+///   only by the scenario's threads, are explored. The explorer sees nothing else that threads
+///   share (make everything shared such an instance), and a thread that waits for anything else (a
+///   semaphore, an actor that holds no Exclusion instance, a completion on a queue, a timer)
+///   stalls its schedule, which is reported as stuck after ``stepTimeLimit``. Operations must be
+///   deterministic: the explorer replays each schedule from the start.
 public struct ScheduleExplorer<Model: SequentialModel>: Sendable {
     /// How schedules are chosen.
     public enum Search: Sendable, Equatable {
@@ -173,12 +191,16 @@ public struct ScheduleExplorer<Model: SequentialModel>: Sendable {
 
     /// Runs `work` on a thread of its own (it blocks while the scenario's threads run), then
     /// attaches a failure's table to the current test, if there is one.
-    private func explore<Object>(
+    func explore<Object>(
         _ exploration: ScheduleExploration<Model, Object>,
         _ work: @escaping @Sendable (ScheduleExploration<Model, Object>) -> ScheduleReport<Model.Input, Model.Output>
     ) async -> ScheduleReport<Model.Input, Model.Output> {
         let report = await withCheckedContinuation { continuation in
-            let coordinator = Thread { continuation.resume(returning: work(exploration)) }
+            let coordinator = Thread {
+                TrapContainment.begin()
+                defer { TrapContainment.end() }
+                continuation.resume(returning: work(exploration))
+            }
             coordinator.name = "schedule explorer"
             coordinator.start()
         }

@@ -20,6 +20,10 @@ public struct ScheduleReport<Input: Sendable, Output: Sendable>: Sendable, Custo
             case stuck
             /// A replayed schedule asked for a thread that couldn't go on.
             case scheduleMismatch
+            /// A thread trapped: a failed precondition, a force unwrap of nil, an index out of
+            /// range, `fatalError`. The message is the runtime's (`Fatal error: …`), where it wrote
+            /// one; the thread stood still from there, and the process went on.
+            case crashed
         }
 
         public let kind: Kind

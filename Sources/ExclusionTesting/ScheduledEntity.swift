@@ -13,8 +13,9 @@ final class ScheduledEntity: @unchecked Sendable {
     enum Pending {
         /// Run up to its first switch point (a scenario thread before its first operation).
         case start
-        /// Take an instance, shared or exclusively, in an access named `attempting`, at `site`.
-        case begin(ScheduledInstance, shared: Bool, attempting: String, site: String)
+        /// Begin `access` of an instance, at `site`: take it, shared or exclusively, or (for an
+        /// access that never waits) suspend, give up or submit if it is held.
+        case begin(ScheduledInstance, ScheduledAccess, site: String)
         /// Take an instance again to check a condition that was false when the instance's
         /// changes numbered `since`; with `canTimeOut`, give up instead once nothing else can run.
         case recheck(ScheduledInstance, since: Int, canTimeOut: Bool)
@@ -33,6 +34,8 @@ final class ScheduledEntity: @unchecked Sendable {
         case proceed
         /// A conditional wait with a time limit gives up.
         case timeOut
+        /// The execution is over: a child task's entity, waiting for a job that won't come, ends.
+        case end
     }
 
     /// An instance the entity is inside, outermost first.
@@ -48,7 +51,13 @@ final class ScheduledEntity: @unchecked Sendable {
     let name: String
     /// Whether it runs the work submitted to an instance, rather than a scenario's operations.
     let isDrain: Bool
-    /// The executor of a scenario thread whose operations are asynchronous.
+    /// Whether it runs a child task that an operation started (`async let`, a task group's child):
+    /// it has nothing left to do when it has no job and the scenario's threads have finished.
+    let isChildTask: Bool
+    /// Whether it runs the checks of an exploration without a model: it starts once every other
+    /// thread and drain has finished.
+    let isFinal: Bool
+    /// Where the tasks of asynchronous operations run, each on its entity, if they are asynchronous.
     let executor: ScenarioTaskExecutor?
     let wake = DispatchSemaphore(value: 0)
 
@@ -56,11 +65,17 @@ final class ScheduledEntity: @unchecked Sendable {
     var held: [Held] = []
     var grant = Grant.proceed
 
-    init(number: Int, name: String, executor: ScenarioTaskExecutor? = nil, drainOf instance: ScheduledInstance? = nil) {
+    init(
+        number: Int, name: String, executor: ScenarioTaskExecutor? = nil, drainOf instance: ScheduledInstance? = nil,
+        childTask: Bool = false, final: Bool = false
+    ) {
         self.number = number
         self.name = name
         isDrain = instance != nil
+        isChildTask = childTask
+        isFinal = final
         if let instance { pending = .drain(instance) }
+        if childTask { pending = .resume }
         self.executor = executor
     }
 
@@ -98,12 +113,8 @@ final class EntityController: ScheduleController {
         self.entity = entity
     }
 
-    func willAcquire(
-        _ instance: ScheduledInstance, shared: Bool, attempting: String, file: StaticString, line: UInt
-    ) {
-        // The call site without its module: `Transfers.swift:12`.
-        let site = "\(file)".split(separator: "/").last.map(String.init) ?? "\(file)"
-        execution.willAcquire(entity, instance, shared: shared, attempting: attempting, site: "\(site):\(line)")
+    func willAcquire(_ instance: ScheduledInstance, _ access: ScheduledAccess, site: String) {
+        execution.willAcquire(entity, instance, access, site: site)
     }
 
     func conditionUnmet(on instance: ScheduledInstance, canTimeOut: Bool) -> Bool {
@@ -113,24 +124,86 @@ final class EntityController: ScheduleController {
     func drainScheduled(for instance: ScheduledInstance, _ drain: @escaping @Sendable () -> Void) {
         execution.drainScheduled(by: entity, instance, drain)
     }
+
+    func trapped(signal: Int32) {
+        execution.trapped(entity, signal: signal)
+    }
 }
 
-/// Where a scenario thread runs the tasks of its asynchronous operations: on itself, one job at a
-/// time, so that the explorer sees a suspended task as a thread waiting to go on.
+/// Where the tasks of a scenario's asynchronous operations run: each task on the entity it belongs
+/// to, one job at a time, so that the explorer sees a suspended task as an entity waiting to go on.
+///
+/// An operation's task belongs to the scenario thread that runs the operation. A task that an
+/// operation's task starts and that runs here too (as `async let` and task-group children do, which
+/// inherit the executor their parent prefers) is a child task: it gets an entity of its own, so
+/// that its steps interleave with its parent's, and with everyone else's, as a thread's would.
+/// Tasks are told apart by their ids, which a job's description carries (`UnownedJob(id: 7)`).
 final class ScenarioTaskExecutor: TaskExecutor {
-    private let jobs = Mutex<[UnownedJob]>([])
+    private struct Queues {
+        var jobs: [Int: [UnownedJob]] = [:]
+        var owners: [UInt64: Int] = [:]
+        /// The entity the next new task belongs to: a scenario thread starting an operation's task.
+        var adopting: Int?
+    }
+
+    private let queues = Mutex(Queues())
+    /// The execution whose entities run the tasks: it makes a child task's entity, and says who
+    /// runs (a job of no task this executor knows belongs to the entity running).
+    private unowned let execution: ScheduledExecution
+
+    init(_ execution: ScheduledExecution) {
+        self.execution = execution
+    }
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        jobs.withLock { $0.append(job) }
+        let task = Self.taskID(of: job)
+        let isNew = queues.withLock { queues in
+            guard let task, queues.owners[task] == nil else { return false }
+            if let entity = queues.adopting {
+                queues.owners[task] = entity
+                queues.adopting = nil
+                return false
+            }
+            return true
+        }
+        // A new child task's entity, made outside the lock: the execution takes its own.
+        let newOwner = isNew ? execution.childTaskStarted() : nil
+        let running = task == nil ? execution.runningEntity : nil
+        queues.withLock { queues in
+            if let task, let newOwner { queues.owners[task] = newOwner }
+            let owner = task.flatMap { queues.owners[$0] } ?? queues.adopting ?? running ?? 0
+            queues.jobs[owner, default: []].append(job)
+        }
     }
 
-    var hasJobs: Bool { jobs.withLock { !$0.isEmpty } }
+    /// The next task started (on this executor, from `entity`'s thread) belongs to `entity`.
+    func adoptNextTask(for entity: Int) {
+        queues.withLock { $0.adopting = entity }
+    }
 
-    /// Runs the oldest job on the calling thread; false if there was none.
-    func runNextJob() -> Bool {
-        guard let job = jobs.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else { return false }
+    func hasJobs(for entity: Int) -> Bool { queues.withLock { !($0.jobs[entity] ?? []).isEmpty } }
+
+    /// Runs `entity`'s oldest job on the calling thread; false if it had none.
+    func runNextJob(for entity: Int) -> Bool {
+        guard
+            let job = queues.withLock({ queues -> UnownedJob? in
+                guard var jobs = queues.jobs[entity], !jobs.isEmpty else { return nil }
+                defer { queues.jobs[entity] = jobs }
+                return jobs.removeFirst()
+            })
+        else { return false }
         job.runSynchronously(on: asUnownedTaskExecutor())
         return true
+    }
+
+    /// The id of the task whose job `job` is, from its description; nil if the description says
+    /// none (the job then runs on the entity that was running).
+    static func taskID(of job: UnownedJob) -> UInt64? {
+        let text = job.description
+        guard let start = text.range(of: "id: "), let end = text[start.upperBound...].firstIndex(of: ")") else {
+            return nil
+        }
+        return UInt64(text[start.upperBound..<end])
     }
 }

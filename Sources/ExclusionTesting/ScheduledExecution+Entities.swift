@@ -15,16 +15,20 @@ extension ScheduledExecution {
         return lock.withLock { entity.grant }
     }
 
-    /// `entity` is about to take `instance`: checks the nesting as Exclusion would, then stands
-    /// until the lock is free for it and its step is granted.
-    func willAcquire(
-        _ entity: ScheduledEntity, _ instance: ScheduledInstance, shared: Bool, attempting: String, site: String
-    ) {
+    /// `entity` is about to begin `access` of `instance`: checks the nesting as Exclusion would,
+    /// then stands until its step is granted (for an access that waits, once the lock is free for it).
+    func willAcquire(_ entity: ScheduledEntity, _ instance: ScheduledInstance, _ access: ScheduledAccess, site: String) {
         let held = ScheduleSeam.instancesHeldByCurrentThread()
         let misuse = lock.withLock { () -> ExecutionFailure? in
             noteHeld(entity, held)
-            if let misuse = nestingMisuse(entity, instance, attempting: attempting, site: site) { return misuse }
-            entity.pending = .begin(instance, shared: shared, attempting: attempting, site: site)
+            // Only an access that waits deadlocks, or inverts an order: submitting work, trying and
+            // suspending never wait for the lock (the awaited forms' re-entrancy is a wait all the same).
+            if access.kind != .submitting, access.kind != .trying,
+                let misuse = nestingMisuse(entity, instance, attempting: access.name, site: site, ordering: access.waits)
+            {
+                return misuse
+            }
+            entity.pending = .begin(instance, access, site: site)
             return nil
         }
         if let misuse { abandon(entity, misuse) }
@@ -47,17 +51,48 @@ extension ScheduledExecution {
         return awaitGrant(entity) == .timeOut
     }
 
-    /// `entity`'s task is suspended: it stands until the task's executor has a job.
-    func suspend(_ entity: ScheduledEntity) {
+    /// `entity`'s task is suspended (or, for a child task, suspended or ended): it stands until its
+    /// task has a job. Returns how it goes on: `.end` for a child task once the execution is over.
+    @discardableResult
+    func suspend(_ entity: ScheduledEntity) -> ScheduledEntity.Grant {
         let held = ScheduleSeam.instancesHeldByCurrentThread()
         lock.withLock {
             noteHeld(entity, held)
-            note(entity, "suspends its task")
+            note(entity, entity.isChildTask ? "its task suspends, or ends" : "suspends its task")
             entity.pending = .resume
         }
         coordinator.signal()
-        _ = awaitGrant(entity)
+        return awaitGrant(entity)
     }
+
+    /// An operation's task, on the entity running, started a child task on the scenario's
+    /// executor: it gets an entity of its own, whose thread runs its jobs. Returns its number.
+    func childTaskStarted() -> Int {
+        let child = lock.withLock { () -> ScheduledEntity in
+            let parent = entities[running]
+            let child = ScheduledEntity(
+                number: entities.count, name: "task \(entities.count) (of \(parent.name))", executor: parent.executor,
+                childTask: true)
+            entities.append(child)
+            note(parent, "starts a child task: \(child.name)")
+            return child
+        }
+        let thread = Thread { [self] in
+            ScheduleSeam.controlCurrentThread(with: EntityController(execution: self, entity: child))
+            var grant = awaitGrant(child)
+            while grant != .end {
+                while child.executor!.runNextJob(for: child.number) {}
+                grant = suspend(child)
+            }
+            ScheduleSeam.releaseCurrentThread()
+        }
+        thread.name = "schedule explorer: \(child.name)"
+        thread.start()
+        return child.number
+    }
+
+    /// The entity running now.
+    var runningEntity: Int { lock.withLock { running } }
 
     /// Work submitted by `entity` to `instance` needs a drain: a new entity, which runs it when
     /// granted a step, as a drain would on a queue.
@@ -69,11 +104,10 @@ extension ScheduledExecution {
             noteHeld(entity, held)
             let number = number(of: instance)
             steps[steps.count - 1].touch(number, exclusively: true)
-            steps[steps.count - 1].touchesUnseen = true
             let drainer = ScheduledEntity(
                 number: entities.count, name: "drain \(entities.count) of \"\(instance.label)\"", drainOf: instance)
             entities.append(drainer)
-            note(entity, "submits work to \"\(instance.label)\": \(drainer.name) will run it")
+            note(entity, "\(drainer.name) will run the work submitted to \"\(instance.label)\"")
             return drainer
         }
         drainer.start(in: self, drain)
@@ -122,6 +156,24 @@ extension ScheduledExecution {
         coordinator.signal()
     }
 
+    /// `entity`'s thread trapped: called from the signal handler, on that thread, which stands in
+    /// it for good. Records the failure and lets the coordinator go on; nothing here allocates.
+    func trapped(_ entity: ScheduledEntity, signal: Int32) {
+        lock.lock()
+        if failure == nil { failure = .crashed(entity: entity.number, signal: signal) }
+        entity.pending = .abandoned
+        lock.unlock()
+        coordinator.signal()
+    }
+
+    /// Adds the trap to the table, once the trapping thread stands still; on the coordinator.
+    func noteTrap() {
+        lock.withLock {
+            guard case .crashed(let number, let signal) = failure else { return }
+            note(entities[number], "traps (\(TrapContainment.name(of: signal)))")
+        }
+    }
+
     /// Stops `entity` for good at `failure`, which ends the execution.
     private func abandon(_ entity: ScheduledEntity, _ failure: ExecutionFailure) -> Never {
         lock.withLock {
@@ -161,7 +213,7 @@ extension ScheduledExecution {
     /// Re-entrancy, and the lock order as Exclusion checks it: what Exclusion would stop the
     /// process for, reported instead. Call with `lock` held.
     private func nestingMisuse(
-        _ entity: ScheduledEntity, _ instance: ScheduledInstance, attempting: String, site: String
+        _ entity: ScheduledEntity, _ instance: ScheduledInstance, attempting: String, site: String, ordering: Bool
     ) -> ExecutionFailure? {
         let wanted = number(of: instance)
         let name = "\(instance.typeName) \"\(instance.label)\""
@@ -171,7 +223,7 @@ extension ScheduledExecution {
                 "re-entrant access to \(name): \(attempting) at \(site) was called on \(entity.name), which is "
                     + "already inside it; Exclusion would stop the process here")
         }
-        guard checksLockOrder else { return nil }
+        guard checksLockOrder, ordering else { return nil }
         for outer in entity.held where nestings[outer.number]?.contains(where: { $0.inner == wanted }) != true {
             if let earlier = path(from: wanted, to: outer.number) {
                 let outerLabel = outer.instance.label

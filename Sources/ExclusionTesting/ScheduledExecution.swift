@@ -40,6 +40,8 @@ final class ScheduledExecution: @unchecked Sendable {
     var thrown: String?
     /// Whether a step used what the explorer can't see; the report says so.
     var usedUnseen = false
+    /// The entity running now, or that ran last.
+    var running = 0
 
     init(stepLimit: Duration, checksLockOrder: Bool) {
         self.stepLimit = stepLimit
@@ -99,8 +101,22 @@ extension ScheduledExecution {
         }
     }
 
-    /// Whether everything has finished.
-    var isFinished: Bool { lock.withLock { entities.allSatisfy(\.isDone) } }
+    /// Whether everything has finished: the scenario's threads and the drains. A child task's
+    /// entity has finished too if it has no job left: its task ended, or waits on a task that did.
+    var isFinished: Bool { lock.withLock { entities.allSatisfy { $0.isDone || $0.isChildTask && !canGoOn($0) } } }
+
+    /// Ends the threads of child tasks that wait for a job: the execution is over.
+    func endChildTasks() {
+        let waiting = lock.withLock {
+            entities.filter { entity in
+                guard entity.isChildTask, case .resume = entity.pending else { return false }
+                entity.pending = .finished
+                entity.grant = .end
+                return true
+            }
+        }
+        for entity in waiting { entity.wake.signal() }
+    }
 
     /// The state the search is in: the steps so far up to reordering independent ones, and who ran last.
     func key(current: Int?) -> TraceKey { lock.withLock { TraceKey(steps, current: current) } }
@@ -109,16 +125,9 @@ extension ScheduledExecution {
     func grant(_ number: Int, _ grant: ScheduledEntity.Grant, preempting: Bool) -> Bool {
         let entity = lock.withLock { () -> ScheduledEntity in
             let entity = entities[number]
-            var step = ScheduleStep(entity: number)
-            // An awaited access that doesn't wait, and work submitted while a drain is pending,
-            // happen unseen: such steps are ordered against every other.
-            step.touchesUnseen = entity.executor != nil || entities.contains { $0.isDrain && !$0.isDone }
-            steps.append(step)
+            steps.append(ScheduleStep(entity: number))
             begin(entity, grant, preempting: preempting)
-            // An awaited access that doesn't wait may change an instance unseen: a conditional
-            // wait may go on after any step of a task. (Work submitted unseen changes nothing
-            // until a drain or an access runs it, and those end where they are seen.)
-            if entity.executor != nil { versions = versions.map { $0 + 1 } }
+            running = number
             entity.pending = .running
             entity.grant = grant
             return entity
@@ -139,11 +148,25 @@ extension ScheduledExecution {
     /// What granting a step does to the model, before the entity runs. Call with `lock` held.
     private func begin(_ entity: ScheduledEntity, _ grant: ScheduledEntity.Grant, preempting: Bool) {
         switch entity.pending {
-        case .begin(let instance, let shared, let attempting, let site):
-            let exclusive = !shared || instance.hasPendingWork
-            let number = take(instance, by: entity, exclusively: exclusive)
-            let how = shared && exclusive ? " (exclusively: submitted work waits)" : ""
-            note(entity, "\(attempting) \"\(labels[number])\" begins\(how), at \(site)", preempted: preempting)
+        case .begin(let instance, let access, let site):
+            let exclusive = !access.shared || instance.hasPendingWork
+            let at = site.isEmpty ? "" : ", at \(site)"
+            if access.kind == .submitting {
+                // Into the instance's line of work: ordered against every other access of it.
+                let number = number(of: instance)
+                steps[steps.count - 1].touch(number, exclusively: true)
+                note(entity, "\(access.name): submits work to \"\(labels[number])\"\(at)", preempted: preempting)
+            } else if access.waits || isFree(instance, exclusively: exclusive, for: entity) {
+                let number = take(instance, by: entity, exclusively: exclusive)
+                let how = access.shared && exclusive ? " (exclusively: submitted work waits)" : ""
+                note(entity, "\(access.name) \"\(labels[number])\" begins\(how)\(at)", preempted: preempting)
+            } else {
+                // Held: an awaited access puts its turn in the instance's line, a try gives up.
+                let number = number(of: instance)
+                steps[steps.count - 1].touch(number, exclusively: true)
+                let outcome = access.kind == .awaited ? "its task will wait its turn" : "gives up"
+                note(entity, "\(access.name) \"\(labels[number])\": held, \(outcome)\(at)", preempted: preempting)
+            }
         case .recheck(let instance, _, _) where grant == .timeOut:
             note(entity, "gives up waiting on \"\(instance.label)\": time limit", preempted: preempting)
         case .recheck(let instance, _, _):
@@ -171,14 +194,16 @@ extension ScheduledExecution {
     /// Whether `entity`'s next step can go on now. Call with `lock` held.
     private func canGoOn(_ entity: ScheduledEntity) -> Bool {
         switch entity.pending {
+        case .start where entity.isFinal:
+            entities.allSatisfy { $0 === entity || $0.isDone || $0.isChildTask && !canGoOn($0) }
         case .start: true
-        case .begin(let instance, let shared, _, _):
-            isFree(instance, exclusively: !shared || instance.hasPendingWork, for: entity)
+        case .begin(let instance, let access, _):
+            !access.waits || isFree(instance, exclusively: !access.shared || instance.hasPendingWork, for: entity)
         case .recheck(let instance, let since, _):
             (numbers[instance.id].map { versions[$0] > since } ?? true)
                 && isFree(instance, exclusively: true, for: entity)
         case .drain(let instance): isFree(instance, exclusively: true, for: entity)
-        case .resume: entity.executor?.hasJobs ?? false
+        case .resume: entity.executor?.hasJobs(for: entity.number) ?? false
         case .running, .finished, .abandoned: false
         }
     }
@@ -193,7 +218,7 @@ extension ScheduledExecution {
     /// Ends an execution in which no entity can go on: every one left waits for another.
     func deadlock() {
         lock.withLock {
-            let waiting = entities.filter { !$0.isDone }
+            let waiting = entities.filter { !$0.isDone && !$0.isChildTask }
             for entity in waiting { note(entity, "deadlocked: \(waitsFor(entity))") }
             let lines = waiting.map { "\($0.name) \(waitsFor($0))" }
             failure = .deadlock("every thread left waits for another: " + lines.joined(separator: "; "))
@@ -203,9 +228,9 @@ extension ScheduledExecution {
     /// What `entity` waits for, in words. Call with `lock` held.
     private func waitsFor(_ entity: ScheduledEntity) -> String {
         switch entity.pending {
-        case .begin(let instance, _, let attempting, _):
+        case .begin(let instance, let access, _):
             let holders = entities.filter { $0.held.contains { $0.instance.id == instance.id } }.map(\.name)
-            return "waits to \(attempting) \"\(instance.label)\", held by \(holders.joined(separator: " and "))"
+            return "waits to \(access.name) \"\(instance.label)\", held by \(holders.joined(separator: " and "))"
         case .recheck(let instance, _, _): return "waits for its condition on \"\(instance.label)\" to hold"
         case .resume: return "waits for its task to be resumed"
         case .drain(let instance): return "waits to run the work submitted to \"\(instance.label)\""
@@ -216,6 +241,8 @@ extension ScheduledExecution {
 
 /// What stopped an execution, in words.
 enum ExecutionFailure: Sendable {
+    /// An entity's thread trapped, with this signal.
+    case crashed(entity: Int, signal: Int32)
     case reentrant(String)
     case lockOrderInversion(String)
     case deadlock(String)

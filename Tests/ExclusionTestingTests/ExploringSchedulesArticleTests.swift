@@ -38,10 +38,53 @@ struct ExploringSchedulesArticleTests {
             explorer, setUp: { Ledger(checksInItsOwnAccess: true) }, inputs: TransferModel.generate,
             perform: { $0.apply($1) })
         let failure = try #require(report.failure, "\(report)")
-        let shown = try articleBlocks.filter { $0.hasPrefix("step | thread 0") }
+        let shown = try articleBlocks.filter { $0.hasPrefix("step | thread 0") && $0.contains("ledger") }
         #expect(shown == [failure.table + "\n"])
         let head = "\(report.schedulesExplored) schedules of 1 scenario explored"
         #expect(try articleBlocks.contains { $0.hasPrefix(head) && $0.contains("\(failure.schedule)") })
+    }
+
+    /// The article's first example, as it runs it.
+    private static func exploreSeats(
+        fixed: Bool, replaying schedule: Schedule? = nil
+    ) async throws -> ScheduleReport<AnyHistory.Input, AnyHistory.Output> {
+        try await within(workloadPatience, "the exploration to end") {
+            let body: @Sendable (ScheduleThreads) -> Void =
+                fixed
+                ? { threads in
+                    let seats = FixedSeats()
+                    threads.spawn { _ = try seats.reserve(1) }
+                    threads.spawn { _ = try await seats.reserveAsync(1) }
+                    threads.finally { guard seats.count == 1 else { throw Overbooked() } }
+                }
+                : { threads in
+                    let seats = Seats()
+                    threads.spawn { _ = try seats.reserve(1) }
+                    threads.spawn { _ = try await seats.reserveAsync(1) }
+                    threads.finally { guard seats.count == 1 else { throw Overbooked() } }
+                }
+            if let schedule {
+                return await ScheduleExplorer.replay(schedule, preemptionBound: 2, seed: 7, body)
+            }
+            return await ScheduleExplorer.explore(preemptionBound: 2, seed: 7, body)
+        }
+    }
+
+    @Test func theSeatsFailWithTheTableTheArticleShowsAndReplay() async throws {
+        let report = try await Self.exploreSeats(fixed: false)
+        let failure = try #require(report.failure, "\(report)")
+        #expect(failure.schedule.preemptions == 1)
+        let shown = try articleBlocks.filter { $0.hasPrefix("step | thread 0") && $0.contains("reservations") }
+        #expect(shown == [failure.table + "\n"], "\(failure.table)")
+        let head = "\(report.schedulesExplored) schedules of 1 scenario explored"
+        #expect(
+            try articleBlocks.contains { $0.hasPrefix(head) && $0.contains("\(failure.schedule)") },
+            "\(report.description.prefix(400))")
+        let again = try await Self.exploreSeats(fixed: false, replaying: failure.schedule)
+        #expect(again.failure?.table == failure.table)
+        let fixedReport = try await Self.exploreSeats(fixed: true)
+        #expect(fixedReport.passed && fixedReport.isExhaustive, "\(fixedReport)")
+        #expect(try articleText.contains("\(fixedReport.schedulesExplored) schedules of 1 scenario explored"))
     }
 
     @Test func theFixPassesEveryScheduleInTheNumberTheArticleSays() async throws {

@@ -115,4 +115,55 @@ struct ScheduleExplorerTests {
         #expect(failure.schedule.preemptions == 1)
         #expect(!report.isExhaustive)
     }
+
+    // MARK: - The awaited twins
+
+    /// The failure's preemptions when `perform` runs synchronously, then awaited.
+    private func preemptions<Model: SequentialModel, Object: Sendable>(
+        _ explorer: ScheduleExplorer<Model>, setUp: @escaping @Sendable () -> Object,
+        inputs: @escaping @Sendable (inout ScenarioGenerator) -> Model.Input,
+        perform: @escaping @Sendable (Object, Model.Input) -> Model.Output,
+        performAwaited: @escaping @Sendable (Object, Model.Input) async -> Model.Output
+    ) async throws -> (synchronous: Int?, awaited: Int?) {
+        let synchronous = try await explore(explorer, setUp: setUp, inputs: inputs, perform: perform)
+        let awaited = try await explore(explorer, setUp: setUp, inputs: inputs, performAsync: performAwaited)
+        #expect(awaited.notes.isEmpty, "\(awaited)")
+        return (synchronous.failure?.schedule.preemptions, awaited.failure?.schedule.preemptions)
+    }
+
+    @Test func theAwaitedTwinOfEachPlantedBugIsFoundWithAsManyPreemptions() async throws {
+        let transfer = try await preemptions(
+            plantedBugExplorer(TransferModel()), setUp: { Ledger(checksInItsOwnAccess: true) },
+            inputs: TransferModel.generate, perform: { $0.apply($1) }, performAwaited: { await $0.applyAwaited($1) })
+        #expect(transfer.synchronous == 1 && transfer.awaited == 1, "\(transfer)")
+
+        let lazy = try await preemptions(
+            plantedBugExplorer(IncrementModel()), setUp: { LazyCounter(checksThenActs: true) },
+            inputs: { _ in .increment }, perform: { counter, _ in counter.increment() },
+            performAwaited: { counter, _ in await counter.incrementAwaited() })
+        #expect(lazy.synchronous == 1 && lazy.awaited == 1, "\(lazy)")
+
+        let total = try await preemptions(
+            plantedBugExplorer(TotalModel()), setUp: { Accounts(sumsOneAtATime: true) }, inputs: TotalModel.generate,
+            perform: { $0.apply($1) }, performAwaited: { await $0.applyAwaited($1) })
+        #expect(total.synchronous == 1 && total.awaited == 1, "\(total)")
+
+        var swapping = plantedBugExplorer(SwapModel())
+        swapping.lockOrder = .never
+        let deadlock = try await preemptions(
+            swapping, setUp: { Pair(nestsSourceFirst: true) }, inputs: SwapModel.generate,
+            perform: { $0.apply($1) }, performAwaited: { await $0.applyAwaited($1) })
+        #expect(deadlock.synchronous == 1 && deadlock.awaited == 1, "\(deadlock)")
+    }
+
+    @Test func theAwaitedTwinsFixesPassEverySchedule() async throws {
+        let transfer = try await explore(
+            plantedBugExplorer(TransferModel()), setUp: { Ledger(checksInItsOwnAccess: false) },
+            inputs: TransferModel.generate, performAsync: { await $0.applyAwaited($1) })
+        #expect(transfer.passed && transfer.isExhaustive, "\(transfer)")
+        let lazy = try await explore(
+            plantedBugExplorer(IncrementModel()), setUp: { LazyCounter(checksThenActs: false) },
+            inputs: { _ in .increment }, performAsync: { counter, _ in await counter.incrementAwaited() })
+        #expect(lazy.passed && lazy.isExhaustive, "\(lazy)")
+    }
 }

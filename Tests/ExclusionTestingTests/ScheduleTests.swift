@@ -39,6 +39,22 @@ struct ScheduleTests {
         #expect(replayed.operations.map(\.output) == found.operations.map(\.output))
     }
 
+    @Test(arguments: [1, 99, UInt64.max])
+    func aScheduleReplaysTheScenarioItNamesWhateverTheExplorersSeed(seed: UInt64) async throws {
+        // The schedule carries its scenario's seed: an explorer made with another one (a test that
+        // saved a schedule and now runs with a seed of its own) replays the scenario that failed.
+        let found = try #require(try await brokenTransfers().failure)
+        var other = explorer
+        other.seed = seed
+        let report = try await replay(
+            found.schedule, with: other, setUp: { Ledger(checksInItsOwnAccess: true) },
+            inputs: TransferModel.generate, perform: { $0.apply($1) })
+        let replayed = try #require(report.failure, "\(report)")
+        #expect(replayed.kind == .notLinearizable)
+        #expect(replayed.operations.map(\.input) == found.operations.map(\.input))
+        #expect(replayed.table == found.table)
+    }
+
     @Test func theFixedTransferPassesTheScheduleThatFailedBefore() async throws {
         let schedule = try #require(try await brokenTransfers().failure).schedule
         let report = try await replay(

@@ -14,7 +14,7 @@ extension _Engine {
     ) async throws -> R {
         let limit = timeout.map(_TimeLimit.init)
         let thread = _CurrentThread()
-        checkNotInside(thread, attempting: attempted)
+        checkBeforeNotWaiting(thread, .awaited, shared: false, attempting: attempted)
         try Task.checkCancellation()
         if let outbox = tryTakeExclusively(thread) {
             if condition(_state.pointee) {
@@ -35,7 +35,8 @@ extension _Engine {
     ) async throws -> R {
         let limit = timeout.map(_TimeLimit.init)
         let thread = _CurrentThread()
-        checkNotInside(thread, attempting: attempted)
+        // Shared only if the condition holds at once: to the explorer it may change the state.
+        checkBeforeNotWaiting(thread, .awaited, shared: false, attempting: attempted)
         try Task.checkCancellation()
         if let ticket = tryTakeShared(thread) {
             if condition(_state.pointee) { return try _runShared(thread, holding: ticket, body) }
@@ -83,10 +84,11 @@ extension _Engine {
     /// Runs `body` with the state held exclusively once `condition` holds, later, and delivers its
     /// result on `queue`, or a `TimeoutError` past `timeout` without running it.
     func submit<R: Sendable>(
-        when condition: @escaping @Sendable (State) -> Bool, timeout: Duration?,
+        attempting attempted: String, when condition: @escaping @Sendable (State) -> Bool, timeout: Duration?,
         _ body: @escaping @Sendable (inout sending State) throws -> R, deliverOn queue: DispatchQueue,
         completion: @escaping @Sendable (Result<R, any Error>) -> Void
     ) {
+        checkBeforeNotWaiting(_CurrentThread(), .submitting, shared: false, attempting: attempted)
         let limit = timeout.map(_TimeLimit.init)
         let waiter = _Waiter<State>(job: condition)
         _ = _waitList.arm(

@@ -21,7 +21,7 @@ extension _Engine {
         attempting attempted: String, at site: _Site = .none, _ body: @Sendable (inout sending State) throws(E) -> R
     ) async throws(E) -> R {
         let thread = _CurrentThread()
-        checkNotInside(thread, attempting: attempted)
+        checkBeforeNotWaiting(thread, .awaited, shared: false, attempting: attempted, at: site)
         if let deliveries = tryTakeExclusively(thread) {
             defer { releaseExclusively(thread, deliveries) }
             return try body(&_state.pointee)
@@ -36,7 +36,7 @@ extension _Engine {
         attempting attempted: String, at site: _Site = .none, _ body: @Sendable (State) throws(E) -> R
     ) async throws(E) -> R {
         let thread = _CurrentThread()
-        checkNotInside(thread, attempting: attempted)
+        checkBeforeNotWaiting(thread, .awaited, shared: true, attempting: attempted, at: site)
         if let ticket = tryTakeShared(thread) { return try _runShared(thread, holding: ticket, body) }
         return try await _awaitTurn(isShared: true, at: site) { (state: inout sending State) throws(E) -> R in
             try body(state)
@@ -73,15 +73,17 @@ extension _Engine {
 extension _Engine {
     /// Runs `body` with the state held exclusively, later.
     @inlinable
-    func submit(_ body: @escaping Plain) {
+    func submit(attempting attempted: String, _ body: @escaping Plain) {
+        checkBeforeNotWaiting(_CurrentThread(), .submitting, shared: false, attempting: attempted)
         _enqueue(.plain(body))
     }
 
     /// Runs `body` with the state held shared, later, and delivers its result on `queue`.
     func submitShared<R: Sendable>(
-        deliverOn queue: DispatchQueue, _ body: @escaping @Sendable (State) throws -> R,
+        attempting attempted: String, deliverOn queue: DispatchQueue, _ body: @escaping @Sendable (State) throws -> R,
         completion: @escaping @Sendable (Result<R, any Error>) -> Void
     ) {
+        checkBeforeNotWaiting(_CurrentThread(), .submitting, shared: true, attempting: attempted)
         _enqueue(
             .closure(isShared: true) { deliveries in
                 let result = Result { () throws(any Error) -> R in try body(self._state.pointee) }
@@ -91,9 +93,11 @@ extension _Engine {
 
     /// Runs `body` with the state held exclusively, later, and delivers its result on `queue`.
     func submit<R: Sendable>(
-        deliverOn queue: DispatchQueue, _ body: @escaping @Sendable (inout sending State) throws -> R,
+        attempting attempted: String, deliverOn queue: DispatchQueue,
+        _ body: @escaping @Sendable (inout sending State) throws -> R,
         completion: @escaping @Sendable (Result<R, any Error>) -> Void
     ) {
+        checkBeforeNotWaiting(_CurrentThread(), .submitting, shared: false, attempting: attempted)
         let run = _delivering(body, on: queue, to: completion)
         _enqueue(.closure(isShared: false) { deliveries in run(&self._state.pointee, &deliveries) })
     }

@@ -20,7 +20,7 @@ extension _Engine {
         guard let last else {
             return await awaitShared(attempting: "the values of", transform)
         }
-        checkNotInside(_CurrentThread(), attempting: "the values of")
+        checkBeforeNotWaiting(_CurrentThread(), .awaited, shared: false, attempting: "the values of")
         // What the condition saw is what the access delivers: both run in one release, with the
         // state held, and nothing can change it between them.
         let seen = _Seen<Value>()

@@ -77,22 +77,63 @@ final class _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
 
 extension _Engine: _LockOrderNamed {}
 
-// MARK: - Checks before waiting
+// MARK: - Checks before an access
+
+/// How an access takes its instance, for the checks before it and a schedule explorer.
+@usableFromInline
+enum _AccessWay: UInt8 {
+    /// Waits for the instance while another access holds it: a synchronous access.
+    case waiting
+    /// Suspends its task instead of waiting: an awaited access.
+    case awaited
+    /// Gives up instead of waiting: an `...IfAvailable` access.
+    case trying
+    /// Submits work to run later, and returns at once.
+    case submitting
+}
 
 extension _Engine {
     /// Before blocking for this instance: stops on re-entrancy, and checks the lock order against
     /// the other instances this thread is inside. Costs one comparison when it is inside none.
+    /// `shared`: the access asks to share the instance (a plain read).
     @inlinable @inline(__always)
-    func checkNesting(_ thread: _CurrentThread, attempting attempted: String, file: StaticString, line: UInt) {
-        if thread.isInsideAny { _checkNested(thread, attempting: attempted, file: file, line: line) }
+    func checkNesting(
+        _ thread: _CurrentThread, attempting attempted: String, shared: Bool = false, file: StaticString, line: UInt
+    ) {
+        if thread.isInsideAny { _checkNested(thread, attempting: attempted, shared: shared, file: file, line: line) }
     }
 
     /// Out of line, so that the accesses that hold nothing else stay small enough to inline.
     @usableFromInline
-    func _checkNested(_ thread: _CurrentThread, attempting attempted: String, file: StaticString, line: UInt) {
-        if thread._isScheduled { return _scheduledAccess(thread, attempted, file, line) }  // schedule seam
+    func _checkNested(
+        _ thread: _CurrentThread, attempting attempted: String, shared: Bool, file: StaticString, line: UInt
+    ) {
+        if thread._isScheduled {  // schedule seam
+            return _scheduledAccess(thread, .waiting, shared: shared, attempted, at: _Site(file, line))
+        }
         checkNotInside(thread, attempting: attempted)
         _LockOrder.willAcquire(self, holding: thread, file: file, line: line)
+    }
+
+    /// Before an access that never waits for the lock (it suspends, gives up or submits instead):
+    /// stops on re-entrancy, where an access would deadlock. One comparison when the thread is
+    /// inside no instance.
+    @inlinable @inline(__always)
+    func checkBeforeNotWaiting(
+        _ thread: _CurrentThread, _ way: _AccessWay, shared: Bool, attempting attempted: String,
+        at site: _Site = .none
+    ) {
+        if thread.isInsideAny { _checkNestedNotWaiting(thread, way, shared: shared, attempting: attempted, at: site) }
+    }
+
+    /// Out of line, as `_checkNested`.
+    @usableFromInline
+    func _checkNestedNotWaiting(
+        _ thread: _CurrentThread, _ way: _AccessWay, shared: Bool, attempting attempted: String, at site: _Site
+    ) {
+        if thread._isScheduled { return _scheduledAccess(thread, way, shared: shared, attempted, at: site) }  // seam
+        // Submitting to the instance it is inside waits for nothing: the work runs after.
+        if way != .submitting { checkNotInside(thread, attempting: attempted) }
     }
 
     /// Stops the process if this thread is inside this instance: waiting would never end.

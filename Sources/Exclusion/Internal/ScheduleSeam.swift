@@ -2,45 +2,72 @@ import ExclusionShims
 
 // The seam through which a schedule explorer (`ScheduleExplorer`, in ExclusionTesting) takes over
 // the threads it runs: everything the engine knows of it is in this file, and the engine calls it
-// from three places, each marked `// schedule seam`:
+// from four places, each marked `// schedule seam`:
 //
 // 1. `_checkNested` (Engine.swift): every synchronous access begins there, before it takes the
 //    lock: `access`, `read`, `write`, their timed and conditional forms.
-// 2. `_waitForCondition` (Engine+Conditions.swift): a conditional access found its condition
+// 2. `_checkNestedNotWaiting` (Engine.swift): every access that never waits for the lock begins
+//    there: awaited accesses (plain, timed, conditional, a `values` iterator's), `...IfAvailable`
+//    accesses, and work submitted (`accessAsync`, `readAsync`, `writeAsync`, their conditional forms).
+// 3. `_waitForCondition` (Engine+Conditions.swift): a conditional access found its condition
 //    false.
-// 3. `_enqueue` (Engine+Submitting.swift): submitted work needs a drain.
+// 4. `_enqueue` (Engine+Submitting.swift): submitted work needs a drain.
 //
 // Why it costs nothing when no explorer runs: an explored thread is marked in Exclusion's own
 // thread record, which every access reads anyway. The explorer enters two entries there before
 // the thread runs anything: `_scheduleSeamMarker`, an address no object has, and then a box with
 // the thread's controller. So an explored thread is always "inside" something, and every access it
-// makes takes the branch that nested accesses take already (`checkNesting`: `isInsideAny`), out
-// of line, where the seam is asked first. An access that holds nothing, on any other thread, runs
-// the instructions it ran before. A nested access pays one load and one comparison; a conditional
-// wait and a drain's dispatch, which wait or cost microseconds, pay the same. The test in
-// `_checkNested` (`_isScheduled`, and the call behind it) uses only what the module exports for
-// inlining, so that cross-module optimization still inlines `_checkNested` into callers as it did
-// before: when it couldn't, the callers' fast paths came out a few instructions different
-// (Benchmarks/InstructionCounts).
+// makes takes the branch that nested accesses take already (`checkNesting` and
+// `checkBeforeNotWaiting`: `isInsideAny`), out of line, where the seam is asked first. An access
+// that holds nothing, on any other thread, runs the instructions it ran before. A nested access
+// pays one load and one comparison; a conditional wait and a drain's dispatch, which wait or cost
+// microseconds, pay the same. The tests in the out-of-line checks (`_isScheduled`, and the call
+// behind it) use only what the module exports for inlining, so that cross-module optimization
+// still inlines the checks into callers as it did before: when it couldn't, the callers' fast
+// paths came out a few instructions different (Benchmarks/InstructionCounts).
 //
-// Reads needed no branch of their own for the same reason: every read begins in `checkNesting`,
-// and the explorer decides there, before the read touches the lock, whether it may go on. The
-// explorer lets a thread go on only when the lock is free for it, so nothing an explored thread
-// does afterwards waits: taking the lock, entering, releasing, all run unchanged.
-//
-// What the seam doesn't see: an awaited access or a `...IfAvailable` that finds the state free
-// takes it without asking (those paths never branch on the thread), so they are no switch points;
-// ExclusionTesting says so in its reports.
+// Reads needed no branch of their own for the same reason: every read begins in a check, and the
+// explorer decides there, before the read touches the lock, whether it may go on. The explorer
+// lets a thread that would wait go on only when the lock is free for it, so nothing an explored
+// thread does afterwards waits: taking the lock, entering, releasing, all run unchanged. An access
+// that never waits may go on at any time: it takes the instance if it is free, and otherwise
+// suspends its task, gives up or submits, as it would anywhere.
+
+/// How an explored access takes its instance: what a schedule explorer needs to know to decide
+/// when it may go on, and to show it.
+@_spi(ScheduleExploration)
+public struct ScheduledAccess: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        /// Waits for the instance while another access holds it: a synchronous access, timed or
+        /// conditional or not.
+        case waiting
+        /// Suspends its task instead of waiting: an awaited access.
+        case awaited
+        /// Gives up instead of waiting: an `...IfAvailable` access.
+        case trying
+        /// Submits work to run later with the instance held, and returns at once.
+        case submitting
+    }
+
+    public let kind: Kind
+    /// Whether it asks to share the instance (a read), rather than hold it alone.
+    public let shared: Bool
+    /// The accessor as its caller named it: `"access"`, `"await read"`, `"writeIfAvailable"`...
+    public let name: String
+
+    /// Whether it can wait for the lock: only then must the explorer hold it back until the lock is
+    /// free for it.
+    public var waits: Bool { kind == .waiting }
+}
 
 /// Runs a thread one step at a time for a schedule explorer: called on that thread at each of
 /// Exclusion's synchronization points, and returns when the explorer lets it go on.
 @_spi(ScheduleExploration)
 public protocol ScheduleController: AnyObject, Sendable {
-    /// The thread is about to take `instance`, shared or exclusively, in an access of the kind
-    /// `attempting` names (`"access"`, `"read"`, `"write(when:)"`...), called at `file`:`line`.
-    /// Return once the lock is free for it.
-    func willAcquire(
-        _ instance: ScheduledInstance, shared: Bool, attempting: String, file: StaticString, line: UInt)
+    /// The thread is about to take `instance` in `access`, called at `site` (`File.swift:12`, or
+    /// empty where the accessor takes no call site). Return once it may go on: for an access that
+    /// waits, once the lock is free for it.
+    func willAcquire(_ instance: ScheduledInstance, _ access: ScheduledAccess, site: String)
 
     /// A conditional access found its condition false and let go of `instance`. Return once
     /// another access may have changed the state and the thread may take it again, or return true
@@ -50,6 +77,11 @@ public protocol ScheduleController: AnyObject, Sendable {
     /// Work submitted to `instance` needs a drain, which the explorer runs as a thread of its
     /// own: `drain` runs everything submitted and returns.
     func drainScheduled(for instance: ScheduledInstance, _ drain: @escaping @Sendable () -> Void)
+
+    /// The thread trapped (a failed precondition, a force unwrap of nil, an index out of range):
+    /// called from the signal handler, on that thread, which never goes on. It must not allocate,
+    /// nor wait for anything the trapping thread may hold.
+    func trapped(signal: Int32)
 }
 
 /// An instance of `Exclusive` or `ReadersWriter`, as a schedule explorer sees it.
@@ -116,6 +148,10 @@ public enum ScheduleSeam {
         }
     }
 
+    /// The controller of the calling thread, if a schedule explorer runs it; nil otherwise. Reads
+    /// the thread's record only: safe in a signal handler.
+    public static var currentController: (any ScheduleController)? { _CurrentThread()._scheduleController }
+
     /// Whether Exclusion stops the process on a lock-order inversion in this build
     /// (`EXCLUSION_LOCK_ORDER`; on in debug builds).
     public static var checksLockOrder: Bool { _LockOrder.isEnabled }
@@ -151,15 +187,25 @@ extension _CurrentThread {
 extension _Engine: _ScheduleInspectable {
     var _hasPendingWork: Bool { _backlog.hasPending }
 
-    /// Seam 1: an explored thread's access begins. The explorer checks nesting in Exclusion's
-    /// place (re-entrancy, and the lock order as Exclusion would), to report misuse as a failed
-    /// schedule instead of stopping the process. A conditional read may end up taking the state
-    /// exclusively (after its condition was false), so only a plain read asks to share it.
+    /// Seams 1 and 2: an explored thread's access begins. The explorer checks nesting in
+    /// Exclusion's place (re-entrancy, and the lock order as Exclusion would), to report misuse as a
+    /// failed schedule instead of stopping the process. `shared` only for an instance whose lock
+    /// shares: a conditional read may end up taking the state exclusively (after its condition was
+    /// false), so only a plain read asks to share it.
     @usableFromInline
-    func _scheduledAccess(_ thread: _CurrentThread, _ attempting: String, _ file: StaticString, _ line: UInt) {
-        let shared = Lock.sharesAccess && attempting == "read"
+    func _scheduledAccess(_ thread: _CurrentThread, _ way: _AccessWay, shared: Bool, _ name: String, at site: _Site) {
+        let kind: ScheduledAccess.Kind =
+            switch way {
+            case .waiting: .waiting
+            case .awaited: .awaited
+            case .trying: .trying
+            case .submitting: .submitting
+            }
+        let access = ScheduledAccess(kind: kind, shared: Lock.sharesAccess && shared, name: name)
+        // The call site without its module: `Transfers.swift:12`.
+        let file = site.file?.split(separator: "/").last.map(String.init)
         thread._scheduleController!.willAcquire(
-            ScheduledInstance(self), shared: shared, attempting: attempting, file: file, line: line)
+            ScheduledInstance(self), access, site: file.map { "\($0):\(site.line)" } ?? "")
     }
 
     /// Seam 2: an explored thread's condition was false, with the state held. Instead of the wait

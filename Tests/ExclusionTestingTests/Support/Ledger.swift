@@ -95,3 +95,30 @@ final class Ledger: Sendable {
         }
     }
 }
+
+// MARK: - The same, awaited
+
+extension Ledger {
+    /// `apply`, with awaited accesses: the twin the explorer must find as it finds the original.
+    func applyAwaited(_ input: TransferModel.Input) async -> TransferModel.Output {
+        switch input {
+        case .balance(let account):
+            return .balance(await balances.access { $0[account] })
+        case .transfer(let amount, let source, let destination) where checksInItsOwnAccess:
+            guard await balances.access({ $0[source] }) >= amount else { return .insufficientFunds }
+            await balances.access { balances in
+                balances[source] -= amount
+                balances[destination] += amount
+            }
+            return .transferred
+        case .transfer(let amount, let source, let destination):
+            let moved = await balances.access { balances in
+                guard balances[source] >= amount else { return false }
+                balances[source] -= amount
+                balances[destination] += amount
+                return true
+            }
+            return moved ? .transferred : .insufficientFunds
+        }
+    }
+}

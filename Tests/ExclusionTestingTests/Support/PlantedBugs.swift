@@ -195,3 +195,75 @@ final class Pair: Sendable {
         return outer
     }
 }
+
+// MARK: - The awaited twins
+
+extension LazyCounter {
+    /// `increment`, with awaited accesses.
+    func incrementAwaited() async -> Int {
+        let counter: Exclusive<Int>
+        if checksThenActs {
+            if let made = await slot.access({ $0 }) {
+                counter = made
+            } else {
+                let made = Exclusive(0, label: "counter")
+                await slot.access { $0 = made }
+                counter = made
+            }
+        } else {
+            counter = await slot.access { slot in
+                if let made = slot { return made }
+                let made = Exclusive(0, label: "counter")
+                slot = made
+                return made
+            }
+        }
+        return await counter.access { count in
+            count += 1
+            return count
+        }
+    }
+}
+
+extension Accounts {
+    /// `apply`, with the outer accesses awaited (an access nested in another can't be: its body is
+    /// synchronous).
+    func applyAwaited(_ input: TotalModel.Input) async -> Int {
+        switch input {
+        case .move(let amount, let source, let destination):
+            let (low, high) = (balances[min(source, destination)], balances[max(source, destination)])
+            return await low.access { first in
+                high.access { (second: inout Int) -> Int in
+                    if source < destination {
+                        first -= amount
+                        second += amount
+                        return second
+                    }
+                    second -= amount
+                    first += amount
+                    return first
+                }
+            }
+        case .total where sumsOneAtATime:
+            var total = 0
+            for balance in balances { total += await balance.access { $0 } }
+            return total
+        case .total:
+            let second = balances[1]
+            return await balances[0].access { first in second.access { (second: inout Int) in first + second } }
+        }
+    }
+}
+
+extension Pair {
+    /// `apply` without its inner limit, with the outer access awaited.
+    func applyAwaited(_ input: SwapModel.Input) async -> Int {
+        guard case .move(let source, let destination) = input else { return 0 }
+        let (outer, inner) = nestsSourceFirst || source < destination ? (source, destination) : (destination, source)
+        let towardsInner = outer == source
+        let innerBalance = balances[inner]
+        return await balances[outer].access { outerBalance in
+            innerBalance.access { (balance: inout Int) in Self.move(&outerBalance, &balance, towardsInner: towardsInner) }
+        }
+    }
+}

@@ -1,0 +1,521 @@
+import Exclusion
+import ExclusionTestSupport
+import ExclusionTesting
+import Foundation
+import Testing
+
+// The small concurrency bugs every codebase grows, each written as threads and a check with
+// `ScheduleExplorer.explore`, in a synchronous form and an awaited one where both make sense. Each
+// is found at the smallest preemption bound that shows it (and passes, exhaustively, at the bound
+// below), and its fix passes every schedule at that bound. The numbers of schedules are facts
+// about the code, not luck: the search's order is fixed. The article "Exploring schedules" shows
+// them as a table, which `theArticlesTableIsWhatTheExplorerFinds` checks.
+
+/// A bug, its fix, and what finding it takes.
+struct ClassicBug: Sendable, CustomTestStringConvertible {
+    let name: String
+    /// The fewest preemptions a failing schedule has.
+    let bound: Int
+    /// How a failing schedule fails.
+    let kind: ScheduleReport<AnyHistory.Input, AnyHistory.Output>.Failure.Kind
+    /// Whether it has an awaited form (a bug between a parent task and its child has only that).
+    let hasSynchronousForm: Bool
+    var lockOrder: ScheduleExplorer<AnyHistory>.LockOrderChecking = .asExclusionDoes
+    /// The threads and checks: the buggy code, or with `fixed` its fix; awaited, or synchronous.
+    let program: @Sendable (_ fixed: Bool, _ awaited: Bool, _ threads: ScheduleThreads) -> Void
+
+    var testDescription: String { name }
+
+    var forms: [Bool] { hasSynchronousForm ? [false, true] : [true] }
+}
+
+/// What a check found wrong.
+struct Broken: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+// In async code, `access` resolves to the awaiting overloads; these reach the synchronous ones.
+private func sync<State: Sendable, R: Sendable>(_ instance: Exclusive<State>, _ body: (inout State) -> R) -> R {
+    instance.access { body(&$0) }
+}
+
+let classicBugs: [ClassicBug] = [
+    ClassicBug(name: "an order violation", bound: 0, kind: .threw, hasSynchronousForm: true) { fixed, awaited, threads in
+        // A configuration read before anyone set it. Thread 1 runs first when nothing preempts.
+        let config = Exclusive<Int?>(nil, label: "config")
+        if awaited {
+            threads.spawn { await config.access { $0 = 42 } }
+            threads.spawn {
+                let value = fixed ? try await config.access(when: { $0 != nil }) { $0 } : await config.access { $0 }
+                if value == nil { throw Broken("read the configuration before it was set") }
+            }
+        } else {
+            threads.spawn { sync(config) { $0 = 42 } }
+            threads.spawn {
+                let value = fixed ? try config.access(when: { $0 != nil }) { $0 } : sync(config) { $0 }
+                if value == nil { throw Broken("read the configuration before it was set") }
+            }
+        }
+    },
+    ClassicBug(name: "a check and an act in two accesses", bound: 1, kind: .threw, hasSynchronousForm: true) {
+        fixed, awaited, threads in
+        // Two threads reserve the same seat: each checks it is free, then takes it.
+        let seats = Exclusive([String](), label: "seats")
+        for name in ["ann", "bob"] {
+            if awaited {
+                threads.spawn {
+                    if fixed {
+                        await seats.access { if !$0.contains("12A") { $0.append("12A") } }
+                    } else if await !seats.access({ $0.contains("12A") }) {
+                        await seats.access { $0.append("12A") }
+                    }
+                    _ = name
+                }
+            } else {
+                threads.spawn {
+                    if fixed {
+                        sync(seats) { if !$0.contains("12A") { $0.append("12A") } }
+                    } else if !sync(seats, { $0.contains("12A") }) {
+                        sync(seats) { $0.append("12A") }
+                    }
+                    _ = name
+                }
+            }
+        }
+        threads.finally {
+            let sold = sync(seats) { $0.count }
+            if sold != 1 { throw Broken("seat 12A sold \(sold) times") }
+        }
+    },
+    ClassicBug(name: "a flag read in one access and acted on in another", bound: 1, kind: .threw, hasSynchronousForm: true) {
+        fixed, awaited, threads in
+        // A mailbox that closes: what is put in after it closed is never taken out.
+        struct Mailbox: Sendable {
+            var closed = false
+            var letters: [String] = []
+            var delivered: [String] = []
+        }
+        let box = Exclusive(Mailbox(), label: "mailbox")
+        if awaited {
+            threads.spawn {
+                if fixed {
+                    await box.access { if !$0.closed { $0.letters.append("hello") } }
+                } else if await !box.access({ $0.closed }) {
+                    await box.access { $0.letters.append("hello") }
+                }
+            }
+            threads.spawn {
+                await box.access {
+                    $0.closed = true
+                    $0.delivered = $0.letters
+                }
+            }
+        } else {
+            threads.spawn {
+                if fixed {
+                    sync(box) { if !$0.closed { $0.letters.append("hello") } }
+                } else if !sync(box, { $0.closed }) {
+                    sync(box) { $0.letters.append("hello") }
+                }
+            }
+            threads.spawn {
+                sync(box) {
+                    $0.closed = true
+                    $0.delivered = $0.letters
+                }
+            }
+        }
+        threads.finally {
+            let mailbox = sync(box) { $0 }
+            if mailbox.letters != mailbox.delivered { throw Broken("a letter went in after the box closed") }
+        }
+    },
+    ClassicBug(name: "a stop racing a start that waits", bound: 0, kind: .deadlock, hasSynchronousForm: true) {
+        fixed, awaited, threads in
+        // A worker starts, then waits to be told to stop; a stop that comes before the start finds
+        // nothing running and tells nobody, and the worker waits for ever.
+        struct Worker: Sendable {
+            var running = false
+            var stopRequested = false
+        }
+        let worker = Exclusive(Worker(), label: "worker")
+        if awaited {
+            threads.spawn {
+                await worker.access { $0.running = true }
+                try await worker.access(when: { $0.stopRequested }) { $0.running = false }
+            }
+            threads.spawn {
+                let running = fixed ? true : await worker.access { $0.running }
+                if running { await worker.access { $0.stopRequested = true } }
+            }
+        } else {
+            threads.spawn {
+                sync(worker) { $0.running = true }
+                try worker.access(when: { $0.stopRequested }) { $0.running = false }
+            }
+            threads.spawn {
+                if fixed || sync(worker, { $0.running }) { sync(worker) { $0.stopRequested = true } }
+            }
+        }
+    },
+    ClassicBug(
+        name: "two instances nested in opposite orders, a deadlock", bound: 1, kind: .deadlock,
+        hasSynchronousForm: true, lockOrder: .never
+    ) { fixed, awaited, threads in
+        opposite(fixed: fixed, awaited: awaited, threads)
+    },
+    ClassicBug(
+        name: "two instances nested in opposite orders, an inversion", bound: 0, kind: .lockOrderInversion,
+        hasSynchronousForm: true, lockOrder: .always
+    ) { fixed, awaited, threads in
+        opposite(fixed: fixed, awaited: awaited, threads)
+    },
+    ClassicBug(name: "a cancel that lands after the end", bound: 2, kind: .threw, hasSynchronousForm: true) {
+        fixed, awaited, threads in
+        // A job runs in two steps, starting then finishing (unless it was cancelled meanwhile); a
+        // canceller checks that it runs in one access and cancels it in another. It marks a
+        // finished job cancelled only if it checks while the job runs (after the start: the job's
+        // thread must go first and stop there, one preemption) and cancels after the finish
+        // (another).
+        enum State: Sendable { case idle, running, done, cancelled }
+        struct Job: Sendable {
+            var state = State.idle
+            var output: Int?
+        }
+        let job = Exclusive(Job(), label: "job")
+        if awaited {
+            threads.spawn {
+                await job.access { $0.state = .running }
+                await job.access {
+                    guard $0.state == .running else { return }
+                    $0.state = .done
+                    $0.output = 42
+                }
+            }
+            threads.spawn {
+                if fixed {
+                    await job.access { if $0.state == .running { $0.state = .cancelled } }
+                } else if await job.access({ $0.state == .running }) {
+                    await job.access { $0.state = .cancelled }
+                }
+            }
+        } else {
+            threads.spawn {
+                sync(job) { $0.state = .running }
+                sync(job) {
+                    guard $0.state == .running else { return }
+                    $0.state = .done
+                    $0.output = 42
+                }
+            }
+            threads.spawn {
+                if fixed {
+                    sync(job) { if $0.state == .running { $0.state = .cancelled } }
+                } else if sync(job, { $0.state == .running }) {
+                    sync(job) { $0.state = .cancelled }
+                }
+            }
+        }
+        threads.finally {
+            let ended = sync(job) { $0 }
+            if ended.state == .cancelled, ended.output != nil { throw Broken("a finished job was marked cancelled") }
+        }
+    },
+    ClassicBug(name: "a lost update through a child task", bound: 1, kind: .threw, hasSynchronousForm: false) {
+        fixed, _, threads in
+        // A task counts with a child task beside it (`async let`), each reading the count in one
+        // access and writing it in another.
+        let count = Exclusive(0, label: "count")
+        @Sendable func bump() async {
+            if fixed {
+                await count.access { $0 += 1 }
+            } else {
+                let seen = await count.access { $0 }
+                await count.access { $0 = seen + 1 }
+            }
+        }
+        threads.spawn {
+            async let child: Void = bump()
+            await bump()
+            await child
+        }
+        threads.finally {
+            let total = sync(count) { $0 }
+            if total != 2 { throw Broken("counted \(total), not 2") }
+        }
+    },
+    ClassicBug(name: "a crash after a check in another access", bound: 1, kind: .crashed, hasSynchronousForm: true) {
+        fixed, awaited, threads in
+        // Two consumers take the last job: each checks there is one, then removes it.
+        let jobs = Exclusive(["send invoices"], label: "jobs")
+        for _ in 0..<2 {
+            if awaited {
+                threads.spawn {
+                    if fixed {
+                        _ = await jobs.access { $0.popLast() }
+                    } else if await jobs.access({ !$0.isEmpty }) {
+                        _ = await jobs.access { $0.removeFirst() }
+                    }
+                }
+            } else {
+                threads.spawn {
+                    if fixed {
+                        _ = sync(jobs) { $0.popLast() }
+                    } else if sync(jobs, { !$0.isEmpty }) {
+                        _ = sync(jobs) { $0.removeFirst() }
+                    }
+                }
+            }
+        }
+    },
+    ClassicBug(name: "a cache filled twice", bound: 1, kind: .threw, hasSynchronousForm: true) {
+        fixed, awaited, threads in
+        // The shape of actor reentrancy: look up, miss, compute, store; two callers both miss.
+        struct Cache: Sendable {
+            var values: [String: Int] = [:]
+            var computed = 0
+        }
+        let cache = Exclusive(Cache(), label: "cache")
+        for _ in 0..<2 {
+            if awaited {
+                threads.spawn {
+                    if fixed {
+                        await cache.access {
+                            if $0.values["rate"] == nil {
+                                $0.values["rate"] = 7
+                                $0.computed += 1
+                            }
+                        }
+                    } else if await cache.access({ $0.values["rate"] }) == nil {
+                        await cache.access {
+                            $0.values["rate"] = 7
+                            $0.computed += 1
+                        }
+                    }
+                }
+            } else {
+                threads.spawn {
+                    if fixed {
+                        sync(cache) {
+                            if $0.values["rate"] == nil {
+                                $0.values["rate"] = 7
+                                $0.computed += 1
+                            }
+                        }
+                    } else if sync(cache, { $0.values["rate"] }) == nil {
+                        sync(cache) {
+                            $0.values["rate"] = 7
+                            $0.computed += 1
+                        }
+                    }
+                }
+            }
+        }
+        threads.finally {
+            let computed = sync(cache) { $0.computed }
+            if computed != 1 { throw Broken("computed \(computed) times") }
+        }
+    },
+    ClassicBug(name: "a read that decides a write", bound: 1, kind: .threw, hasSynchronousForm: true) {
+        fixed, awaited, threads in
+        // A readers-writer list of at most two: each thread reads the count, then writes.
+        let list = ReadersWriter(["a"], label: "list")
+        for item in ["b", "c"] {
+            if awaited {
+                threads.spawn {
+                    if fixed {
+                        await list.write { if $0.count < 2 { $0.append(item) } }
+                    } else if await list.read({ $0.count }) < 2 {
+                        await list.write { $0.append(item) }
+                    }
+                }
+            } else {
+                threads.spawn {
+                    if fixed {
+                        list.write { if $0.count < 2 { $0.append(item) } }
+                    } else if list.read({ $0.count }) < 2 {
+                        list.write { $0.append(item) }
+                    }
+                }
+            }
+        }
+        threads.finally {
+            let count = list.read { $0.count }
+            if count > 2 { throw Broken("\(count) items in a list of at most 2") }
+        }
+    },
+    ClassicBug(name: "a wait for a condition while holding another instance", bound: 0, kind: .deadlock, hasSynchronousForm: true) {
+        fixed, awaited, threads in
+        // Thread 1 waits for a flag inside an access of "door"; the flag's setter needs "door" first.
+        let door = Exclusive(0, label: "door")
+        let flag = Exclusive(false, label: "flag")
+        if awaited {
+            threads.spawn { await door.access { $0 += 1 }; await flag.access { $0 = true } }
+        } else {
+            threads.spawn {
+                sync(door) { $0 += 1 }
+                sync(flag) { $0 = true }
+            }
+        }
+        threads.spawn {
+            if fixed {
+                _ = try flag.access(when: { $0 }) { $0 }
+                sync(door) { $0 += 1 }
+            } else {
+                sync(door) { _ in _ = try? flag.access(when: { $0 }) { $0 } }
+            }
+        }
+    },
+    ClassicBug(name: "a snapshot written back whole", bound: 1, kind: .threw, hasSynchronousForm: true) {
+        fixed, awaited, threads in
+        // One thread renames a document by copying it out and writing the copy back; another adds
+        // a paragraph in between, which the copy doesn't have.
+        struct Document: Sendable, Equatable {
+            var title = "draft"
+            var paragraphs: [String] = []
+        }
+        let document = Exclusive(Document(), label: "document")
+        if awaited {
+            threads.spawn {
+                if fixed {
+                    await document.access { $0.title = "final" }
+                } else {
+                    var copy = await document.access { $0 }
+                    copy.title = "final"
+                    await document.access { [copy] in $0 = copy }
+                }
+            }
+            threads.spawn { await document.access { $0.paragraphs.append("intro") } }
+        } else {
+            threads.spawn {
+                if fixed {
+                    sync(document) { $0.title = "final" }
+                } else {
+                    var copy = sync(document) { $0 }
+                    copy.title = "final"
+                    sync(document) { $0 = copy }
+                }
+            }
+            threads.spawn { sync(document) { $0.paragraphs.append("intro") } }
+        }
+        threads.finally {
+            let saved = sync(document) { $0 }
+            if saved.paragraphs != ["intro"] { throw Broken("the paragraph was lost: \(saved)") }
+        }
+    },
+]
+
+/// Two threads, each nesting two instances, in opposite orders; fixed, in the same order.
+private func opposite(fixed: Bool, awaited: Bool, _ threads: ScheduleThreads) {
+    let a = Exclusive(0, label: "a")
+    let b = Exclusive(0, label: "b")
+    if awaited {
+        threads.spawn { await a.access { _ in sync(b) { $0 += 1 } } }
+        threads.spawn {
+            if fixed {
+                await a.access { _ in sync(b) { $0 += 1 } }
+            } else {
+                await b.access { _ in sync(a) { $0 += 1 } }
+            }
+        }
+    } else {
+        threads.spawn { sync(a) { _ in sync(b) { $0 += 1 } } }
+        threads.spawn {
+            if fixed { sync(a) { _ in sync(b) { $0 += 1 } } } else { sync(b) { _ in sync(a) { $0 += 1 } } }
+        }
+    }
+}
+
+/// Explores `bug`'s program at `bound`, for at most a workload's patience.
+func explore(_ bug: ClassicBug, fixed: Bool, awaited: Bool, bound: Int) async throws
+    -> ScheduleReport<AnyHistory.Input, AnyHistory.Output>
+{
+    try await within(workloadPatience, "the exploration to end") {
+        await ScheduleExplorer.explore(preemptionBound: bound, seed: 7, lockOrder: bug.lockOrder) { threads in
+            bug.program(fixed, awaited, threads)
+        }
+    }
+}
+
+@Suite("ScheduleExplorer on the classic bugs", .timeLimit(.minutes(10)))
+struct ClassicBugsTests {
+    @Test(arguments: classicBugs)
+    func eachIsFoundAtTheSmallestBoundThatShowsIt(bug: ClassicBug) async throws {
+        for awaited in bug.forms {
+            let form = awaited ? "awaited" : "synchronous"
+            if bug.bound > 0 {
+                let below = try await explore(bug, fixed: false, awaited: awaited, bound: bug.bound - 1)
+                #expect(below.passed && below.isExhaustive, "\(form), bound \(bug.bound - 1): \(below)")
+            }
+            let report = try await explore(bug, fixed: false, awaited: awaited, bound: bug.bound)
+            let failure = try #require(report.failure, "\(form): \(report)")
+            #expect(failure.kind == bug.kind, "\(form): \(report)")
+            #expect(failure.schedule.preemptions == bug.bound, "\(form): \(report)\n\(failure.table)")
+            #expect(report.notes.isEmpty, "\(form): \(report)")
+            if bug.kind == .crashed {
+                // The process went on, and the report has what the runtime said before the trap.
+                #expect(failure.message.contains("trapped"), "\(failure.message)")
+                #if DEBUG
+                #expect(failure.message.contains("Fatal error"), "\(failure.message)")
+                #endif
+            }
+        }
+    }
+
+    @Test func aCrashReplaysInTheSameProcess() async throws {
+        let crash = try #require(classicBugs.first { $0.kind == .crashed })
+        for awaited in [false, true] {
+            let found = try #require(try await explore(crash, fixed: false, awaited: awaited, bound: 1).failure)
+            let again = try await within(workloadPatience, "the replay to end") {
+                await ScheduleExplorer.replay(found.schedule, preemptionBound: 1, seed: 7) { threads in
+                    crash.program(false, awaited, threads)
+                }
+            }
+            let replayed = try #require(again.failure, "\(again)")
+            #expect(replayed.kind == .crashed)
+            #expect(replayed.message == found.message)
+            #expect(replayed.table == found.table)
+        }
+    }
+
+    @Test(arguments: classicBugs)
+    func eachFixPassesEveryScheduleAtThatBound(bug: ClassicBug) async throws {
+        for awaited in bug.forms {
+            let report = try await explore(bug, fixed: true, awaited: awaited, bound: max(bug.bound, 1))
+            #expect(report.passed && report.isExhaustive, "\(awaited ? "awaited" : "synchronous"): \(report)")
+        }
+    }
+}
+
+/// The article's table of the classic bugs: for each form, the schedules run until the first
+/// failure at bounds 0, 1 and 2 ("passes, N" where all N pass), and the schedules every one of
+/// which the fix passes at bound 2.
+@Suite("The article's table of classic bugs", .timeLimit(.minutes(10)))
+struct ClassicBugsTableTests {
+    static let article = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Sources/ExclusionTesting/ExclusionTesting.docc/ExploringSchedules.md")
+
+    static func row(_ bug: ClassicBug, awaited: Bool) async throws -> String {
+        var cells = [bug.name, awaited ? "awaited" : "synchronous"]
+        for bound in 0...2 {
+            let report = try await explore(bug, fixed: false, awaited: awaited, bound: bound)
+            cells.append(report.passed ? "passes, \(report.schedulesExplored)" : "\(report.schedulesExplored)")
+        }
+        let fixed = try await explore(bug, fixed: true, awaited: awaited, bound: 2)
+        #expect(fixed.passed && fixed.isExhaustive, "\(bug.name), fixed: \(fixed)")
+        cells.append("\(fixed.schedulesExplored)")
+        return "| " + cells.joined(separator: " | ") + " |"
+    }
+
+    @Test func theArticlesTableIsWhatTheExplorerFinds() async throws {
+        var rows: [String] = []
+        for bug in classicBugs {
+            for awaited in bug.forms { rows.append(try await Self.row(bug, awaited: awaited)) }
+        }
+        let text = try String(contentsOf: Self.article, encoding: .utf8)
+        let missing = rows.filter { !text.contains($0) }
+        #expect(missing.isEmpty, "rows the article should have:\n\(rows.joined(separator: "\n"))")
+    }
+}
