@@ -129,6 +129,20 @@ PLANTS = {
         "        _ = 0",
         ["GivingUpTests"],
     ),
+    "explorer-reduction-unsound": (
+        "the explorer's reduction takes a read and a write of one instance as independent: it skips executions",
+        "Sources/ExclusionTesting/ScheduleStep.swift",
+        "if let theirs = other.touched[instance], exclusively || theirs { return true }",
+        "if let theirs = other.touched[instance], exclusively && theirs { return true }",
+        ["ScheduleReductionTests"],
+    ),
+    "explorer-replay-seed": (
+        "a replay rebuilds the scenario from the explorer's seed instead of the schedule's",
+        "Sources/ExclusionTesting/ScheduleExploration.swift",
+        "let outcome = execute(programs(schedule.seed, schedule.scenario), &chooser)",
+        "let outcome = execute(programs(explorer.seed, schedule.scenario), &chooser)",
+        ["ScheduleTests"],
+    ),
 }
 
 

@@ -4,6 +4,10 @@
 // the runs, and the median of the per-run ratios), the longest single wait for the lock seen in any
 // run, and how many contention episodes exclusion_lock fenced per 1,000 locks taken.
 //
+// Built with -DEXCLUSION_PORTABLE_LOCK (`run.sh --portable`), exclusion_lock is the Apple design's
+// owned lock over the portable build's stand-in for os_unfair_lock, and its peer is that stand-in
+// alone: what the owned lock adds to the system lock it rests on, whose hand-offs all sleep.
+//
 // Usage: contention THREADS INSIDE_NS OUTSIDE_NS [RUNS [SECONDS]]
 //        contention --matrix [RUNS [SECONDS]]   (threads 2, 4, 8, 16 x the four workloads below)
 // See README.md here.
@@ -53,10 +57,24 @@ typedef struct {
     char padding[48];
 } Tally;
 
-static int design;  // 0: pthread_mutex_t, 1: exclusion_lock
+static int design;  // 0: the peer (pthread_mutex_t, or the stand-in for os_unfair_lock), 1: exclusion_lock
 static uint64_t inside, outside;
 static volatile int stop;
+#if EXCLUSION_OWNED_LOCK
+static exclusion_system_lock peer;
+static void peerLock(void) { exclusion_system_lock_lock(&peer); }
+static void peerUnlock(void) { exclusion_system_lock_unlock(&peer); }
+static const char peerName[] = "os_unfair_lock stand-in";
+// The owned lock fences nothing.
+static uint64_t fencesSoFar(void) { return 0; }
+static const char design1Notes[] = "the owned lock (the Apple design), portable build";
+#else
 static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
+static void peerLock(void) { pthread_mutex_lock(&mutex); }
+static void peerUnlock(void) { pthread_mutex_unlock(&mutex); }
+static const char peerName[] = "pthread_mutex_t";
+static uint64_t fencesSoFar(void) { return exclusion_lock_fences(); }
+#endif
 static exclusion_lock lock;
 static Tally tallies[maxThreads];
 
@@ -64,11 +82,11 @@ static void *run(void *argument) {
     Tally *tally = argument;
     while (!stop) {
         uint64_t before = ticks();
-        if (design == 0) pthread_mutex_lock(&mutex); else exclusion_lock_lock(&lock);
+        if (design == 0) peerLock(); else exclusion_lock_lock(&lock);
         uint64_t waited = ticks() - before;
         if (waited > tally->longestWait) tally->longestWait = waited;
         work(inside);
-        if (design == 0) pthread_mutex_unlock(&mutex); else exclusion_lock_unlock(&lock);
+        if (design == 0) peerUnlock(); else exclusion_lock_unlock(&lock);
         tally->taken++;
         work(outside);
     }
@@ -109,14 +127,14 @@ static void cell(int threads, uint64_t in, uint64_t out, int runs, double second
     inside = in;
     outside = out;
     double times[2][maxRuns], ratios[maxRuns], longest[2] = {0, 0};
-    uint64_t taken = 0, unused = 0, fencesBefore = exclusion_lock_fences();
+    uint64_t taken = 0, unused = 0, fencesBefore = fencesSoFar();
     for (int r = 0; r < runs; r++) {
         for (design = 0; design < 2; design++) {
             times[design][r] = once(threads, seconds, &longest[design], design ? &taken : &unused);
         }
         ratios[r] = times[1][r] / times[0][r];
     }
-    double fences = (double)(exclusion_lock_fences() - fencesBefore) * 1000 / (double)taken;
+    double fences = (double)(fencesSoFar() - fencesBefore) * 1000 / (double)taken;
     double low = ratios[0], high = ratios[0];
     for (int r = 1; r < runs; r++) {
         if (ratios[r] < low) low = ratios[r];
@@ -129,12 +147,17 @@ static void cell(int threads, uint64_t in, uint64_t out, int runs, double second
 }
 
 static void header(int runs, double seconds) {
+#if EXCLUSION_OWNED_LOCK
+    const char *notes = design1Notes;
+#else
+    const char *notes =
+        exclusion_lock_fenced ? "with membarrier (plain-store release)" : "without membarrier (exchange release)";
+#endif
     printf("exclusion_lock %s; %d alternating runs of %.2f s per cell; ns per lock taken (median), "
            "longest single wait in µs\n\n",
-           exclusion_lock_fenced ? "with membarrier (plain-store release)" : "without membarrier (exchange release)",
-           runs, seconds);
-    printf("| threads | µs inside / outside | pthread_mutex_t | longest | exclusion_lock | longest | "
-           "ratio (range) | fences per 1,000 |\n");
+           notes, runs, seconds);
+    printf("| threads | µs inside / outside | %s | longest | exclusion_lock | longest | "
+           "ratio (range) | fences per 1,000 |\n", peerName);
     printf("|---:|---|---:|---:|---:|---:|---:|---:|\n");
 }
 
@@ -151,6 +174,9 @@ int main(int argc, char **argv) {
     double seconds = argc > first + 1 ? atof(argv[first + 1]) : 0.3;
     if (runs < 1 || runs > maxRuns || seconds <= 0) return 2;
     exclusion_lock_init(&lock);
+#if EXCLUSION_OWNED_LOCK
+    exclusion_system_lock_init(&peer);
+#endif
     header(runs, seconds);
     if (!matrix) {
         int threads = atoi(argv[1]);

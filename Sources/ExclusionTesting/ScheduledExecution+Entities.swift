@@ -17,14 +17,16 @@ extension ScheduledExecution {
 
     /// `entity` is about to begin `access` of `instance`: checks the nesting as Exclusion would,
     /// then stands until its step is granted (for an access that waits, once the lock is free for it).
-    func willAcquire(_ entity: ScheduledEntity, _ instance: ScheduledInstance, _ access: ScheduledAccess, site: String) {
+    func willAcquire(_ entity: ScheduledEntity, _ instance: ScheduledInstance, _ access: ScheduledAccess, site: String)
+    {
         let held = ScheduleSeam.instancesHeldByCurrentThread()
         let misuse = lock.withLock { () -> ExecutionFailure? in
             noteHeld(entity, held)
             // Only an access that waits deadlocks, or inverts an order: submitting work, trying and
             // suspending never wait for the lock (the awaited forms' re-entrancy is a wait all the same).
             if access.kind != .submitting, access.kind != .trying,
-                let misuse = nestingMisuse(entity, instance, attempting: access.name, site: site, ordering: access.waits)
+                let misuse = nestingMisuse(
+                    entity, instance, attempting: access.name, site: site, ordering: access.waits)
             {
                 return misuse
             }

@@ -78,7 +78,8 @@ public func onThreads(
         }
     } catch {
         Issue.record(
-            "\(error) (\(ended.load(ordering: .relaxed)) of \(count * rounds) rounds ended)", sourceLocation: sourceLocation)
+            "\(error) (\(ended.load(ordering: .relaxed)) of \(count * rounds) rounds ended)",
+            sourceLocation: sourceLocation)
     }
 }
 

@@ -36,12 +36,15 @@ struct Broken: Error, CustomStringConvertible {
 }
 
 // In async code, `access` resolves to the awaiting overloads; these reach the synchronous ones.
-private func sync<State: Sendable, R: Sendable>(_ instance: Exclusive<State>, _ body: (inout State) -> R) -> R {
-    instance.access { body(&$0) }
+private func sync<State: Sendable, R: Sendable>(
+    _ instance: Exclusive<State>, file: StaticString = #fileID, line: UInt = #line, _ body: (inout State) -> R
+) -> R {
+    instance.access({ body(&$0) }, file: file, line: line)
 }
 
 let classicBugs: [ClassicBug] = [
-    ClassicBug(name: "an order violation", bound: 0, kind: .threw, hasSynchronousForm: true) { fixed, awaited, threads in
+    ClassicBug(name: "an order violation", bound: 0, kind: .threw, hasSynchronousForm: true) {
+        fixed, awaited, threads in
         // A configuration read before anyone set it. Thread 1 runs first when nothing preempts.
         let config = Exclusive<Int?>(nil, label: "config")
         if awaited {
@@ -88,7 +91,9 @@ let classicBugs: [ClassicBug] = [
             if sold != 1 { throw Broken("seat 12A sold \(sold) times") }
         }
     },
-    ClassicBug(name: "a flag read in one access and acted on in another", bound: 1, kind: .threw, hasSynchronousForm: true) {
+    ClassicBug(
+        name: "a flag read in one access and acted on in another", bound: 1, kind: .threw, hasSynchronousForm: true
+    ) {
         fixed, awaited, threads in
         // A mailbox that closes: what is put in after it closed is never taken out.
         struct Mailbox: Sendable {
@@ -345,13 +350,18 @@ let classicBugs: [ClassicBug] = [
             if count > 2 { throw Broken("\(count) items in a list of at most 2") }
         }
     },
-    ClassicBug(name: "a wait for a condition while holding another instance", bound: 0, kind: .deadlock, hasSynchronousForm: true) {
+    ClassicBug(
+        name: "a wait for a condition while holding another instance", bound: 0, kind: .deadlock,
+        hasSynchronousForm: true
+    ) {
         fixed, awaited, threads in
         // Thread 1 waits for a flag inside an access of "door"; the flag's setter needs "door" first.
         let door = Exclusive(0, label: "door")
         let flag = Exclusive(false, label: "flag")
         if awaited {
-            threads.spawn { await door.access { $0 += 1 }; await flag.access { $0 = true } }
+            threads.spawn {
+                await door.access { $0 += 1 }; await flag.access { $0 = true }
+            }
         } else {
             threads.spawn {
                 sync(door) { $0 += 1 }
@@ -428,7 +438,9 @@ private func opposite(fixed: Bool, awaited: Bool, _ threads: ScheduleThreads) {
 }
 
 /// Explores `bug`'s program at `bound`, for at most a workload's patience.
-func explore(_ bug: ClassicBug, fixed: Bool, awaited: Bool, bound: Int) async throws
+func explore(
+    _ bug: ClassicBug, fixed: Bool, awaited: Bool, bound: Int
+) async throws
     -> ScheduleReport<AnyHistory.Input, AnyHistory.Output>
 {
     try await within(workloadPatience, "the exploration to end") {

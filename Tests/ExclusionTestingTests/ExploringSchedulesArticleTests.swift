@@ -44,25 +44,28 @@ struct ExploringSchedulesArticleTests {
         #expect(try articleBlocks.contains { $0.hasPrefix(head) && $0.contains("\(failure.schedule)") })
     }
 
+    /// The body of the article's first example.
+    @Sendable private static func seats(_ threads: ScheduleThreads) {
+        let seats = Seats()
+        threads.spawn { _ = try seats.reserve(1) }
+        threads.spawn { _ = try await seats.reserveAsync(1) }
+        threads.finally { guard seats.count == 1 else { throw Overbooked() } }
+    }
+
+    /// The same, with the seats fixed.
+    @Sendable private static func fixedSeats(_ threads: ScheduleThreads) {
+        let seats = FixedSeats()
+        threads.spawn { _ = try seats.reserve(1) }
+        threads.spawn { _ = try await seats.reserveAsync(1) }
+        threads.finally { guard seats.count == 1 else { throw Overbooked() } }
+    }
+
     /// The article's first example, as it runs it.
     private static func exploreSeats(
         fixed: Bool, replaying schedule: Schedule? = nil
     ) async throws -> ScheduleReport<AnyHistory.Input, AnyHistory.Output> {
         try await within(workloadPatience, "the exploration to end") {
-            let body: @Sendable (ScheduleThreads) -> Void =
-                fixed
-                ? { threads in
-                    let seats = FixedSeats()
-                    threads.spawn { _ = try seats.reserve(1) }
-                    threads.spawn { _ = try await seats.reserveAsync(1) }
-                    threads.finally { guard seats.count == 1 else { throw Overbooked() } }
-                }
-                : { threads in
-                    let seats = Seats()
-                    threads.spawn { _ = try seats.reserve(1) }
-                    threads.spawn { _ = try await seats.reserveAsync(1) }
-                    threads.finally { guard seats.count == 1 else { throw Overbooked() } }
-                }
+            let body: @Sendable (ScheduleThreads) -> Void = fixed ? Self.fixedSeats : Self.seats
             if let schedule {
                 return await ScheduleExplorer.replay(schedule, preemptionBound: 2, seed: 7, body)
             }
@@ -84,7 +87,9 @@ struct ExploringSchedulesArticleTests {
         #expect(again.failure?.table == failure.table)
         let fixedReport = try await Self.exploreSeats(fixed: true)
         #expect(fixedReport.passed && fixedReport.isExhaustive, "\(fixedReport)")
-        #expect(try articleText.contains("\(fixedReport.schedulesExplored) schedules of 1 scenario explored"))
+        #expect(
+            try articleText.contains("\(fixedReport.schedulesExplored) schedules of 1 scenario explored"),
+            "\(fixedReport)")
     }
 
     @Test func theFixPassesEveryScheduleInTheNumberTheArticleSays() async throws {

@@ -263,7 +263,8 @@ extension Pair {
         let towardsInner = outer == source
         let innerBalance = balances[inner]
         return await balances[outer].access { outerBalance in
-            innerBalance.access { (balance: inout Int) in Self.move(&outerBalance, &balance, towardsInner: towardsInner) }
+            innerBalance.access { (balance: inout Int) in Self.move(&outerBalance, &balance, towardsInner: towardsInner)
+            }
         }
     }
 }
