@@ -102,7 +102,7 @@ extension ScheduleExplorer where Model == AnyHistory {
     ///
     /// `body` runs afresh for every schedule, on the explorer's thread: make in it everything the
     /// threads share, spawn them, and add the checks that must hold once they have finished. The
-    /// schedules are searched, reduced and reported as ``run(setUp:inputs:perform:)-2ixoi``'s are.
+    /// schedules are searched, reduced and reported as ``run(setUp:inputs:perform:)-1002v``'s are.
     ///
     /// ```swift
     /// let report = await ScheduleExplorer.explore(preemptionBound: 2, seed: 7) { threads in
