@@ -3,7 +3,7 @@ import Foundation
 /// What a ``ScenarioRunner`` found.
 public struct ScenarioReport<Input: Sendable, Output: Sendable>: Sendable, CustomStringConvertible {
     /// A history that no sequential order explains.
-    public struct Violation: Sendable {
+    public struct Failure: Sendable {
         /// Which history it was, counting from 0. Running again with the report's ``seed``
         /// generates the same operations for it.
         public let history: Int
@@ -21,7 +21,7 @@ public struct ScenarioReport<Input: Sendable, Output: Sendable>: Sendable, Custo
     /// How many operations those histories held.
     public let operationsChecked: Int
     /// How many histories the checker could not decide within its budget.
-    public let unknown: Int
+    public let undecided: Int
     /// Whether the time limit stopped the run before all histories ran.
     public let stoppedByTimeLimit: Bool
     /// The whole run, from the first history to the last check.
@@ -29,11 +29,11 @@ public struct ScenarioReport<Input: Sendable, Output: Sendable>: Sendable, Custo
     /// The part of ``elapsed`` spent checking.
     public let checkingTime: Duration
     /// The first history found not linearizable, if any. The run stops there.
-    public let violation: Violation?
+    public let failure: Failure?
 
-    /// True when every history checked was shown linearizable: no violation, and no check ran out
+    /// True when every history checked was shown linearizable: no failure, and no check ran out
     /// of budget.
-    public var passed: Bool { violation == nil && unknown == 0 && historiesChecked > 0 }
+    public var passed: Bool { failure == nil && undecided == 0 && historiesChecked > 0 }
 
     /// The checker's time per history.
     public var checkingTimePerHistory: Duration {
@@ -46,17 +46,29 @@ public struct ScenarioReport<Input: Sendable, Output: Sendable>: Sendable, Custo
                 + "\(checkingTimePerHistory.readable) of checking per history; seed \(seed)"
         ]
         if stoppedByTimeLimit { lines.append("stopped by the time limit") }
-        if unknown > 0 { lines.append("\(unknown) histories undecided: the checker's budget ran out") }
-        if let violation {
+        if undecided > 0 { lines.append("\(undecided) histories undecided: the checker's budget ran out") }
+        if let failure {
             lines.append(
-                "history \(violation.history) is not linearizable; "
+                "history \(failure.history) is not linearizable; "
                     + "these operations can't be put in any order the model explains:")
-            lines += violation.excerpt.map { "  \(Self.describe($0))" }
+            lines += failure.excerpt.map { "  \(Self.describe($0))" }
             lines.append("the whole history:")
-            lines += violation.operations.map { "  \(Self.describe($0))" }
+            lines += failure.operations.map { "  \(Self.describe($0))" }
         }
         return lines.joined(separator: "\n")
     }
+
+    /// The old name of ``Failure``: `ScheduleReport` and this report now say the same.
+    @available(*, deprecated, renamed: "Failure")
+    public typealias Violation = Failure
+
+    /// The old name of ``failure``.
+    @available(*, deprecated, renamed: "failure")
+    public var violation: Failure? { failure }
+
+    /// The old name of ``undecided``.
+    @available(*, deprecated, renamed: "undecided")
+    public var unknown: Int { undecided }
 
     private static func describe(_ operation: HistoryOperation<Input, Output>) -> String {
         "thread \(operation.thread): \(operation.input) -> \(operation.output)   "

@@ -54,18 +54,15 @@ final class ScenarioRun<Model: SequentialModel, Object: Sendable>: @unchecked Se
 
     private func prepare(history: Int) {
         guard !finished else { return }
-        // Each history's operations come from a seed of their own, derived from the run's.
-        var picker = ScenarioGenerator(seed: runner.seed &+ UInt64(history), thread: -1)
-        let seed = picker.next()
-        programs = (0..<runner.threads).map { thread in
-            var generator = ScenarioGenerator(seed: seed &+ UInt64(thread + 1) &* 0x2545_F491_4F6C_DD1D, thread: thread)
-            let count = Int.random(in: runner.operationsPerThread, using: &picker)
-            return (0..<count).map { _ in
-                let input = inputs(&generator)
-                // Mostly back to back, sometimes a short spin, now and then a yield.
-                let pause = [0, 0, 0, 0, 0, 8, 64, -1].randomElement(using: &picker)!
-                return (input, pause)
-            }
+        // The operations as ScheduleExplorer generates a scenario's (one generator for both), and
+        // between them, from a generator of the history's own: mostly back to back, sometimes a
+        // short spin, now and then a yield.
+        let operations = ScenarioGenerator.programs(
+            seed: runner.seed, scenario: history, threads: runner.threads, operations: runner.operationsPerThread,
+            inputs)
+        var pauses = ScenarioGenerator(seed: runner.seed &+ UInt64(history) &* 0x9E37_79B9_7F4A_7C15, thread: -1)
+        programs = operations.map { inputs in
+            inputs.map { input in (input, [0, 0, 0, 0, 0, 8, 64, -1].randomElement(using: &pauses)!) }
         }
         object = setUp()
         recorder = HistoryRecorder(threads: runner.threads)
@@ -86,9 +83,9 @@ final class ScenarioRun<Model: SequentialModel, Object: Sendable>: @unchecked Se
         /// How many histories ran and were checked; also the number of the next one.
         var checked = 0
         var operations = 0
-        var unknown = 0
+        var undecided = 0
         var checking = Duration.zero
-        var violation: ScenarioReport<Model.Input, Model.Output>.Violation?
+        var failure: ScenarioReport<Model.Input, Model.Output>.Failure?
 
         init() {
             start = clock.now
@@ -103,23 +100,23 @@ final class ScenarioRun<Model: SequentialModel, Object: Sendable>: @unchecked Se
             checking += clock.now - began
             switch verdict {
             case .linearizable: break
-            case .unknown: unknown += 1
+            case .unknown: undecided += 1
             case .notLinearizable(let excerpt):
-                violation = .init(history: checked, operations: history, excerpt: excerpt)
+                failure = .init(history: checked, operations: history, excerpt: excerpt)
             }
             checked += 1
             operations += history.count
         }
 
         func shouldContinue(_ runner: ScenarioRunner<Model>) -> Bool {
-            violation == nil && checked < runner.histories && clock.now - start < runner.timeLimit
+            failure == nil && checked < runner.histories && clock.now - start < runner.timeLimit
         }
 
         func report(_ runner: ScenarioRunner<Model>) -> ScenarioReport<Model.Input, Model.Output> {
             ScenarioReport(
-                seed: runner.seed, historiesChecked: checked, operationsChecked: operations, unknown: unknown,
-                stoppedByTimeLimit: violation == nil && checked < runner.histories, elapsed: clock.now - start,
-                checkingTime: checking, violation: violation)
+                seed: runner.seed, historiesChecked: checked, operationsChecked: operations, undecided: undecided,
+                stoppedByTimeLimit: failure == nil && checked < runner.histories, elapsed: clock.now - start,
+                checkingTime: checking, failure: failure)
         }
     }
 }

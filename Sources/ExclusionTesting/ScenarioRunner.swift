@@ -69,7 +69,7 @@ public struct ScenarioRunner<Model: SequentialModel>: Sendable {
     ///     run it, for objects whose threads play different parts.
     ///   - perform: Applies one operation to the object and returns what the model would call its
     ///     output.
-    /// - Returns: A report; it holds the first violation found, if any.
+    /// - Returns: A report; it holds the first failure found, if any.
     public func run<Object: Sendable>(
         setUp: @escaping @Sendable () -> Object,
         inputs: @escaping @Sendable (inout ScenarioGenerator) -> Model.Input,

@@ -82,7 +82,7 @@ struct BankLinearizabilityTests {
                 BankModel.performTransferringInTwoAccesses(input, on: bank, foreignAccount: Self.foreignAccount)
             })
         print("Bank with a two-access transfer, caught: \(report.description.prefix { $0 != "\n" })")
-        #expect(report.violation != nil, "\(report)")
+        #expect(report.failure != nil, "\(report)")
     }
 }
 

@@ -167,6 +167,6 @@ struct DocumentManagerLinearizabilityTests {
                 return .done
             })
         print("DocumentManager with a two-step remove, caught: \(report.description.prefix { $0 != "\n" })")
-        #expect(report.violation != nil, "\(report)")
+        #expect(report.failure != nil, "\(report)")
     }
 }

@@ -73,7 +73,7 @@ struct ScenarioRunnerComparisonTests {
                     model: model, threads: 2, operationsPerThread: 1...2, histories: .max, timeLimit: limit,
                     seed: UInt64(trial))
                 let report = await runner.run(setUp: setUp, inputs: inputs, perform: perform)
-                if report.violation != nil { found += 1 }
+                if report.failure != nil { found += 1 }
                 histories += report.historiesChecked
             }
             lines.append(

@@ -185,7 +185,7 @@ struct PrimitiveLinearizabilityTests {
                     return value
                 }
             })
-        #expect(report.violation?.excerpt.isEmpty == false)
+        #expect(report.failure?.excerpt.isEmpty == false)
         #expect(!report.passed)
         #expect("\(report)".contains("is not linearizable"))
         #expect("\(report)".contains("increment"))
@@ -212,7 +212,7 @@ struct PrimitiveLinearizabilityTests {
                 setUp: { Exclusive(0) },
                 inputs: CounterModel.generate,
                 perform: { _, _ in -1 })  // every output wrong: the whole history is reported
-            return report.violation?.operations.map { "\($0.input)" } ?? []
+            return report.failure?.operations.map { "\($0.input)" } ?? []
         }
         let first = await inputs(seed: 42)
         #expect(!first.isEmpty)

@@ -19,5 +19,5 @@ func expectViolation<Input, Output>(
     _ report: ScenarioReport<Input, Output>, _ what: String, sourceLocation: SourceLocation = #_sourceLocation
 ) {
     print("\(what), caught: \(report.description.prefix { $0 != "\n" })")
-    #expect(report.violation != nil, "\(report)", sourceLocation: sourceLocation)
+    #expect(report.failure != nil, "\(report)", sourceLocation: sourceLocation)
 }
