@@ -18,7 +18,9 @@ public struct TimeoutError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What a timed access was still waiting for when its time ran out.
     public enum Cause: Sendable, Hashable {
         /// Its condition: the access held the state and found the condition false each time it
-        /// could look.
+        /// could look. An awaited access that looked and was in line to look again counts here
+        /// too: its turn waits behind other accesses or for a thread to run it, and only a thread
+        /// that tried to take the state knows that somebody held it.
         case conditionFalse
         /// The state: other accesses held it (or it was promised to another waiting access) until
         /// the time ran out, so the access couldn't look at its condition, or look again.

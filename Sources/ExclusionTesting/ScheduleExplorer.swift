@@ -56,8 +56,9 @@ import Foundation
 /// operation that throws; a deadlock; a re-entrant access, and a lock-order inversion where
 /// Exclusion checks the lock order: misuse that would stop the process is reported instead; and a
 /// trap in an explored thread (a failed precondition, a force unwrap of nil): its schedule and
-/// table go to standard error before anything else, and on Linux and macOS the run goes on with a
-/// failure of kind `crashed` that holds the runtime's message.
+/// table go to standard error before anything else, and the run goes on with a failure of kind
+/// `crashed` that holds the runtime's message (a stack overflow, or a debugger that stops at the
+/// trap, still ends the process).
 ///
 /// An access's end is no switch point of its own: what a thread does between letting go of an
 /// instance and its next synchronization point touches nothing another thread can see, so

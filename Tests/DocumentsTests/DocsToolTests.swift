@@ -296,7 +296,7 @@ struct DocsToolTests {
                 lists=$((lists + 1))
             done
             wait $first; a=$?; wait $second; b=$?
-            cat /tmp/exclusion-import-0.$$ /tmp/exclusion-import-1.$$ | grep Imported
+            cat /tmp/exclusion-import-0.$$ /tmp/exclusion-import-1.$$ | grep -E "^(Imported|failed)"
             rm -f /tmp/exclusion-import-0.$$ /tmp/exclusion-import-1.$$
             echo "statuses $a $b lists $lists"
             """#)

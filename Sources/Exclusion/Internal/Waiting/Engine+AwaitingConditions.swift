@@ -16,14 +16,16 @@ extension _Engine {
         let thread = _CurrentThread()
         checkBeforeNotWaiting(thread, .awaited, shared: false, attempting: attempted)
         try Task.checkCancellation()
+        var looked = false
         if let outbox = tryTakeExclusively(thread) {
             if condition(_state.pointee) {
                 defer { releaseExclusively(thread, outbox) }
                 return try body(&_state.pointee)
             }
             releaseExclusively(thread, outbox)
+            looked = true
         }
-        return try await _awaitCondition(condition, limit, body)
+        return try await _awaitCondition(condition, limit, looked: looked, body)
     }
 
     /// Runs `body` with the state held once `condition` holds, suspending until then: shared if it
@@ -38,22 +40,24 @@ extension _Engine {
         // Shared only if the condition holds at once: to the explorer it may change the state.
         checkBeforeNotWaiting(thread, .awaited, shared: false, attempting: attempted)
         try Task.checkCancellation()
+        var looked = false
         if let ticket = tryTakeShared(thread) {
             if condition(_state.pointee) { return try _runShared(thread, holding: ticket, body) }
             _lock.unlockShared(ticket)
+            looked = true
         }
-        return try await _awaitCondition(condition, limit) { (state: inout sending State) throws -> R in
+        return try await _awaitCondition(condition, limit, looked: looked) { (state: inout sending State) throws -> R in
             try body(state)
         }
     }
 
     nonisolated(nonsending) func _awaitCondition<R: Sendable>(
-        _ condition: @Sendable (State) -> Bool, _ limit: _TimeLimit?, observer: Bool = false,
+        _ condition: @Sendable (State) -> Bool, _ limit: _TimeLimit?, observer: Bool = false, looked: Bool = false,
         _ body: @Sendable (inout sending State) throws -> R
     ) async throws -> R {
         let result: Result<R, any Error> = await withoutActuallyEscaping(condition) { condition in
             await withoutActuallyEscaping(body) { body in
-                let waiter = _Waiter<State>(job: condition, observer: observer)
+                let waiter = _Waiter<State>(job: condition, observer: observer, looked: looked)
                 return await withTaskCancellationHandler {
                     await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<R, any Error>, Never>) in
                         let failure = _waitList.arm(

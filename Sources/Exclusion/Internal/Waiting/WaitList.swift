@@ -226,8 +226,9 @@ extension _WaitList {
         timer.schedule(deadline: limit.deadline.dispatchTime)
         timer.setEventHandler { [weak self, weak waiter] in
             guard let self, let waiter else { return }
+            let looked = waiter.looked
             self.abandon(waiter) { status in
-                limit.error(on: label, waitingFor: status == .pending ? .stateHeld : .conditionFalse)
+                limit.error(on: label, waitingFor: status == .pending && !looked ? .stateHeld : .conditionFalse)
             }
         }
         // Active before anything can cancel it: libdispatch must not release an inactive source.

@@ -57,6 +57,7 @@ final class _Waiter<State>: @unchecked Sendable {
         semaphore = DispatchSemaphore(value: 0)
         thread = pthread_self()
         isObserver = false
+        looked = false
     }
 
     /// Whether this is an iterator of `values` waiting for the next value: it ends when the public
@@ -64,13 +65,20 @@ final class _Waiter<State>: @unchecked Sendable {
     let isObserver: Bool
 
     /// An awaited or asynchronous access's record; `run` and `fail` are set before it is submitted.
-    init(job condition: @escaping @Sendable (State) -> Bool, observer: Bool = false) {
+    /// `looked`: the access held the state and found its condition false before it got in line.
+    init(job condition: @escaping @Sendable (State) -> Bool, observer: Bool = false, looked: Bool = false) {
         status = .pending
         self.condition = condition
         semaphore = nil
         thread = nil
         isObserver = observer
+        self.looked = looked
     }
+
+    /// Whether the access has held the state and found its condition false: a time limit that
+    /// runs out while it is still in line for its next look then ran out on the condition, not on
+    /// others holding the state (a busy machine can keep the turn that looks again from running).
+    let looked: Bool
 
     var isThread: Bool { semaphore != nil }
 
