@@ -101,19 +101,27 @@ final class Accounts: Sendable {
         self.sumsOneAtATime = sumsOneAtATime
     }
 
+    /// Moves `amount` from `source` to `destination`, whose balances are `first` (the lower
+    /// numbered) and `second`; returns the destination's new balance.
+    static func move(
+        _ amount: Int, from source: Int, to destination: Int, _ first: inout Int, _ second: inout Int
+    ) -> Int {
+        if source < destination {
+            first -= amount
+            second += amount
+            return second
+        }
+        second -= amount
+        first += amount
+        return first
+    }
+
     func apply(_ input: TotalModel.Input) -> Int {
         switch input {
         case .move(let amount, let source, let destination):
             return balances[min(source, destination)].access { first in
                 balances[max(source, destination)].access { second in
-                    if source < destination {
-                        first -= amount
-                        second += amount
-                        return second
-                    }
-                    second -= amount
-                    first += amount
-                    return first
+                    Self.move(amount, from: source, to: destination, &first, &second)
                 }
             }
         case .total where sumsOneAtATime:
@@ -234,14 +242,7 @@ extension Accounts {
             let (low, high) = (balances[min(source, destination)], balances[max(source, destination)])
             return await low.access { first in
                 high.access { (second: inout Int) -> Int in
-                    if source < destination {
-                        first -= amount
-                        second += amount
-                        return second
-                    }
-                    second -= amount
-                    first += amount
-                    return first
+                    Self.move(amount, from: source, to: destination, &first, &second)
                 }
             }
         case .total where sumsOneAtATime:
