@@ -79,6 +79,25 @@ final class OneResumption<Value: Sendable>: @unchecked Sendable {
         }
     }
 
+    /// Starts a limit on time in which the main queue ran: a heartbeat is posted to the main
+    /// queue, and another once it has run, every few milliseconds at the most; `GaveUp` once the
+    /// beats that ran add up to `limit`. Time in which the main queue got no thread doesn't count.
+    func giveUp(afterMainQueueTime limit: Duration, _ what: String, _ sourceLocation: SourceLocation) {
+        let interval = Duration.milliseconds(20)
+        let beatsNeeded = max(1, Int(nanoseconds(limit) / nanoseconds(interval)))
+        @Sendable func beat(_ count: Int) {
+            guard self.isPending else { return }
+            guard count < beatsNeeded else {
+                self.resume(with: .failure(GaveUp(what: what, sourceLocation: sourceLocation, limit: limit)))
+                return
+            }
+            watchdog.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds(interval)))) {
+                DispatchQueue.main.async { watchdog.async { beat(count + 1) } }
+            }
+        }
+        beat(0)
+    }
+
     /// Starts a limit on progress: `GaveUp` once `progress()` hasn't changed for `stall`, looked
     /// at on the watchdog's queue a few times per `stall`.
     func giveUp(

@@ -468,14 +468,29 @@ extension Task {
 /// Runs `body` in a task on the main actor, for a loop under test that must be given its elements
 /// there, and awaits it for `limit` at most: past that, cancels it, records an issue and returns
 /// nil.
+///
+/// The limit counts only time in which the main queue ran: in a test process on Linux the main
+/// thread parks in `dispatchMain()`, and the main queue is drained by the threads of the shared
+/// pool, which the suite's CPU-bound tests can hold for minutes (under ThreadSanitizer). A loop
+/// that a lost wake-up left waiting still fails after `limit` of a main queue free to run it.
 public func onTheMainActor<R: Sendable>(
     limit: Duration = patience, sourceLocation: SourceLocation = #_sourceLocation,
     _ body: @escaping @MainActor @Sendable () async -> R
 ) async -> R? {
     let task = Task { @MainActor in await body() }
-    guard let outcome = await task.outcome(limit: limit, sourceLocation: sourceLocation) else {
+    do {
+        let outcome = try await withCheckedThrowingContinuation {
+            (continuation: CheckedContinuation<Result<R, Never>, any Error>) in
+            let resumption = OneResumption(continuation)
+            resumption.giveUp(afterMainQueueTime: limit, "a task on the main actor to end", sourceLocation)
+            Task<Void, Never>(executorPreference: ThreadPerJob.shared) {
+                resumption.resume(with: .success(await task.result))
+            }
+        }
+        return outcome.get()
+    } catch {
         task.cancel()
+        Issue.record("\(error)", sourceLocation: sourceLocation)
         return nil
     }
-    return outcome.get()
 }

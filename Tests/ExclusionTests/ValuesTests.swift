@@ -309,6 +309,19 @@ struct ValuesTests {
         #expect(last == 5)
     }
 
+    @Test @MainActor func aLoopOnTheMainActorThatNeverEndsFailsItsTest() async {
+        // The limit counts main-queue time only; a loop left waiting with the main queue free
+        // must still fail, after that limit.
+        let value = Exclusive(0, label: "value")
+        await withKnownIssue("a loop given no value waits for ever") {
+            let last = await onTheMainActor(limit: .milliseconds(300)) { () -> Int? in
+                for await current in value.values({ $0 }) where current > 0 { return current }
+                return nil
+            }
+            #expect(last == nil)
+        }
+    }
+
     @Test func readersWriterValuesComeFromWritesOnly() async {
         let names = ReadersWriter([String](), label: "names")
         let seen = Recorder<Int>()
