@@ -61,6 +61,18 @@ else
     echo "ok: go tool pprof -top ranks the holders of \"bank ledger\" by delay"
 fi
 
+# The check allows the table's rounding, and no more: a total two units of its last digit off fails.
+"${check[@]}" misprint "$work/table.txt" "$work/misprinted.txt"
+if [[ ! -s $work/raw.txt ]] || cmp -s "$work/table.txt" "$work/misprinted.txt"; then
+    echo "FAILED: no misprinted table to check"
+    failures=$((failures + 1))
+elif problems=$("${check[@]}" check "$work/raw.txt" "$work/misprinted.txt"); then
+    echo "FAILED: misprinted-total: the table's ledger total, two units of its last digit off, passed"
+    failures=$((failures + 1))
+else
+    echo "ok: misprinted-total: caught: $(head -1 <<<"$problems" | sed 's/^problem: //')"
+fi
+
 # Each broken copy must fail: Go's reader refuses it, or what it reads fails a check.
 mkdir "$work/broken"
 variants=$("${check[@]}" break "$profile" "$work/broken")
