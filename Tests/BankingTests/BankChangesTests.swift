@@ -48,7 +48,7 @@ private func nobodyIsWatching(_ bank: Bank) -> Bool {
     bank.store.read { !$0.changeLog.isWatched }
 }
 
-@Suite("Bank changes", .timeLimit(.minutes(10)))
+@Suite("Bank changes", .patientTimeLimit(minutes: 10))
 struct BankChangesTests {
     @Test(arguments: both)
     func changesAreTheNotificationsInTheSameOrder(concurrency: Bank.Concurrency) async throws {

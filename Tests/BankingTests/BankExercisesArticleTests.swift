@@ -7,7 +7,7 @@ import Testing
 
 /// The code of the article "The three exercises" (Banking.docc), so that it keeps compiling and
 /// keeps printing what the article says it prints.
-@Suite("The bank exercises article", .timeLimit(.minutes(10)))
+@Suite("The bank exercises article", .patientTimeLimit(minutes: 10))
 struct BankExercisesArticleTests {
     let queue = DispatchQueue(label: "notifications")
 

@@ -8,7 +8,7 @@ import Testing
 
 /// Thousands of short concurrent histories of every bank operation, in both configurations, each
 /// checked against `BankModel`; and a bank whose transfer takes two accesses, which must be caught.
-@Suite("Bank linearizability", .timeLimit(.minutes(10)))
+@Suite("Bank linearizability", .patientTimeLimit(minutes: 10))
 struct BankLinearizabilityTests {
     static let notifications = DispatchQueue(label: "bank linearizability notifications")
     static let foreignAccount = try! Bank(notificationQueue: notifications).openAccount()

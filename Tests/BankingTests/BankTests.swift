@@ -15,7 +15,7 @@ private func snapshot(_ bank: Bank) -> [String] {
     bank.accounts.map { "\($0.id) \($0.balance) \($0.isClosed)" } + ["total \(bank.totalBalanceInAllAccounts)"]
 }
 
-@Suite("Bank", .timeLimit(.minutes(10)))
+@Suite("Bank", .patientTimeLimit(minutes: 10))
 struct BankTests {
     private let queue = DispatchQueue(label: "bank notifications")
 
@@ -372,7 +372,7 @@ struct BankTests {
 
 // MARK: - Back-pressure on announcements
 
-@Suite("Bank announcement backlog", .timeLimit(.minutes(10)))
+@Suite("Bank announcement backlog", .patientTimeLimit(minutes: 10))
 struct BankAnnouncementBacklogTests {
     /// Two threads deposit as fast as they can while the notification queue posts; a third keeps
     /// sampling how many committed changes are not yet posted. Returns the most it saw.

@@ -6,7 +6,7 @@ import Testing
 import ToolTesting
 
 /// End-to-end: the built `bank` executable, its output and its exit codes.
-@Suite("bank tool", .timeLimit(.minutes(5)))
+@Suite("bank tool", .patientTimeLimit(minutes: 5))
 struct BankToolTests {
     private func bank(_ arguments: String...) async throws -> ToolRun { try await runTool("bank", arguments) }
 

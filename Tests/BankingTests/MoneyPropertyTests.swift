@@ -1,11 +1,12 @@
 import Banking
+import ExclusionTestSupport
 import Foundation
 import PropertyBased
 import Testing
 
 /// `Money`'s text form, checked on generated amounts and on text fuzzed from the characters that
 /// matter to the parser. A failure prints the seed to replay and the shrunk input.
-@Suite("Money properties", .timeLimit(.minutes(10)))
+@Suite("Money properties", .patientTimeLimit(minutes: 10))
 struct MoneyPropertyTests {
     @Test func printingThenParsingGivesTheSameAmount() async {
         await propertyCheck(count: 2_000, input: Gen.int64()) { cents in

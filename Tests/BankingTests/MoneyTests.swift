@@ -1,8 +1,9 @@
 import Banking
+import ExclusionTestSupport
 import Foundation
 import Testing
 
-@Suite("Money", .timeLimit(.minutes(10)))
+@Suite("Money", .patientTimeLimit(minutes: 10))
 struct MoneyTests {
     @Test(
         arguments: [

@@ -1,10 +1,11 @@
 import Dispatch
+import ExclusionTestSupport
 import Foundation
 import Testing
 
 @testable import Banking
 
-@Suite("Simulation", .timeLimit(.minutes(10)))
+@Suite("Simulation", .patientTimeLimit(minutes: 10))
 struct SimulationTests {
     @Test(arguments: Simulation.ConcurrencyChoice.allCases, Bank.ChangeNotifications.allCases)
     func aSimulationPassesEveryCheck(

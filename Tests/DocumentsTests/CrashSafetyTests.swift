@@ -39,7 +39,7 @@ private func saveUntilKilled() async {
     }
 }
 
-@Suite("Crash safety", .serialized, .timeLimit(.minutes(10)))
+@Suite("Crash safety", .serialized, .patientTimeLimit(minutes: 10))
 struct CrashSafetyTests {
     @Test(arguments: 0..<4)
     func aStoreKilledAtAnyMomentReopensWithWholeDocuments(round: Int) async throws {

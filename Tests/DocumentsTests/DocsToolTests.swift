@@ -6,7 +6,7 @@ import Testing
 import ToolTesting
 
 /// End-to-end: the built `docs` executable on generated files, broken ones included.
-@Suite("docs tool", .timeLimit(.minutes(5)))
+@Suite("docs tool", .patientTimeLimit(minutes: 5))
 struct DocsToolTests {
     private func docs(_ arguments: [String]) async throws -> ToolRun { try await runTool("docs", arguments) }
     private func shell(_ script: String) async throws -> ToolRun { try await runToolInShell("docs", script) }

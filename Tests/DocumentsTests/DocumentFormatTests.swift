@@ -1,3 +1,4 @@
+import ExclusionTestSupport
 import Foundation
 import Testing
 
@@ -5,7 +6,7 @@ import Testing
 
 /// Which names are read as which format: XML under each of its usual names, in any case, and
 /// nothing else.
-@Suite("Document formats", .timeLimit(.minutes(5)))
+@Suite("Document formats", .patientTimeLimit(minutes: 5))
 struct DocumentFormatTests {
     /// XML's names as the documentation lists them, written out here so that a name dropped from
     /// the code fails a test.

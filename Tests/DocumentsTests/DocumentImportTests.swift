@@ -6,7 +6,7 @@ import Testing
 
 @testable import Documents
 
-@Suite("Document import", .timeLimit(.minutes(10)))
+@Suite("Document import", .patientTimeLimit(minutes: 10))
 struct DocumentImportTests {
     @Test func importsEveryGoodFileAndFailsEachBadOneAlone() async throws {
         let folder = TemporaryFolder()

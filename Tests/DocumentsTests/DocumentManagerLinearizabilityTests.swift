@@ -1,4 +1,5 @@
 import Documents
+import ExclusionTestSupport
 import ExclusionTesting
 import Foundation
 import Testing
@@ -138,7 +139,7 @@ struct DocumentManagerModel: SequentialModel {
 
 /// Thousands of short concurrent histories of an in-memory `DocumentManager`, checked against the
 /// model; and a manager whose remove looks before it leaps, which must be caught.
-@Suite("DocumentManager linearizability", .timeLimit(.minutes(10)))
+@Suite("DocumentManager linearizability", .patientTimeLimit(minutes: 10))
 struct DocumentManagerLinearizabilityTests {
     @Test func everyOperationIsLinearizable() async {
         let report = await ScenarioRunner(model: DocumentManagerModel(), histories: 1_000).run(

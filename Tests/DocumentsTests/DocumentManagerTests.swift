@@ -10,7 +10,7 @@ private let xml = Data("<doc><title> Plan A </title><p>one two <b>three</b></p><
 private let json = Data(#"{"title": "Jay", "body": ["x y", {"deep": "z"}], "n": 3}"#.utf8)
 private let text = Data("hello world\nagain".utf8)
 
-@Suite("DocumentManager", .timeLimit(.minutes(10)))
+@Suite("DocumentManager", .patientTimeLimit(minutes: 10))
 struct DocumentManagerTests {
     // MARK: - The registry
 

@@ -74,7 +74,7 @@ private func anotherManagersCommitArrivesWhileThePoolIsBusy() async -> Bool {
 }
 #endif
 
-@Suite("DocumentManager names", .timeLimit(.minutes(10)))
+@Suite("DocumentManager names", .patientTimeLimit(minutes: 10))
 struct DocumentNamesTests {
     @Test func theFirstListIsTheNamesNowThenEachChange() async throws {
         let manager = DocumentManager()

@@ -1,3 +1,4 @@
+import ExclusionTestSupport
 import Foundation
 import Testing
 
@@ -5,7 +6,7 @@ import Testing
 
 /// The parsers on inputs that must be accepted and inputs that must be refused: every input gives
 /// a DocumentInfo or `.malformed`, never a crash.
-@Suite("Document parsers", .timeLimit(.minutes(10)))
+@Suite("Document parsers", .patientTimeLimit(minutes: 10))
 struct DocumentParserTests {
     private func parse(_ text: String, as name: String) throws(DocumentError) -> DocumentInfo {
         try DocumentParser.parse(Data(text.utf8), name: name)

@@ -8,7 +8,7 @@ import Testing
 
 private let text = Data("some words here".utf8)
 
-@Suite("Document store", .timeLimit(.minutes(5)))
+@Suite("Document store", .patientTimeLimit(minutes: 5))
 struct DocumentStoreTests {
     @Test func aReadDoesNotWaitForACommitThatWaitsForTheDatabase() async throws {
         let folder = TemporaryFolder()

@@ -20,7 +20,7 @@ import Testing
 
 // MARK: - Running it
 
-@Suite("Observing documents (the article's example)", .timeLimit(.minutes(10)))
+@Suite("Observing documents (the article's example)", .patientTimeLimit(minutes: 10))
 struct ObservingDocumentsArticleTests {
     @MainActor @Test func theListFollowsABackgroundImport() async throws {
         let folder = TemporaryFolder()

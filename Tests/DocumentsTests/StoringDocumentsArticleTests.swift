@@ -1,10 +1,11 @@
 import Documents
+import ExclusionTestSupport
 import Foundation
 import Testing
 
 /// The code of the article "Storing documents" (Documents.docc), so that it keeps compiling and
 /// keeps printing what the article says it prints.
-@Suite("Storing documents article", .timeLimit(.minutes(10)))
+@Suite("Storing documents article", .patientTimeLimit(minutes: 10))
 struct StoringDocumentsArticleTests {
     @Test func openAStore() async throws {
         let temporary = TemporaryFolder()

@@ -1,3 +1,4 @@
+import ExclusionTestSupport
 import Foundation
 import PropertyBased
 import Testing
@@ -6,7 +7,7 @@ import Testing
 
 /// The word count's fast paths (eight bytes at a time, a byte walk instead of Unicode scalars)
 /// against a plain reading of the definition: runs of scalars that aren't Unicode White_Space.
-@Suite("Word count", .timeLimit(.minutes(10)))
+@Suite("Word count", .patientTimeLimit(minutes: 10))
 struct WordCountTests {
     /// The definition, a scalar at a time.
     static func referenceCount(_ text: String) -> Int {

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 import Testing
 
 /// How long a test waits for anything before it fails: seconds, so that a lost wake-up or a loop
@@ -79,23 +80,22 @@ final class OneResumption<Value: Sendable>: @unchecked Sendable {
         }
     }
 
-    /// Starts a limit on time in which the main queue ran: a heartbeat is posted to the main
-    /// queue, and another once it has run, every few milliseconds at the most; `GaveUp` once the
-    /// beats that ran add up to `limit`. Time in which the main queue got no thread doesn't count.
-    func giveUp(afterMainQueueTime limit: Duration, _ what: String, _ sourceLocation: SourceLocation) {
-        let interval = Duration.milliseconds(20)
-        let beatsNeeded = max(1, Int(nanoseconds(limit) / nanoseconds(interval)))
-        @Sendable func beat(_ count: Int) {
-            guard self.isPending else { return }
-            guard count < beatsNeeded else {
-                self.resume(with: .failure(GaveUp(what: what, sourceLocation: sourceLocation, limit: limit)))
-                return
-            }
-            watchdog.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds(interval)))) {
-                DispatchQueue.main.async { watchdog.async { beat(count + 1) } }
+    /// Starts a limit on time in which `queue` ran: `GaveUp` once `QueueTime` counts `limit`,
+    /// looked at on the watchdog's queue. Time in which the queue got no thread doesn't count.
+    func giveUp(afterTimeRunOn queue: DispatchQueue, limit: Duration, _ what: String, _ sourceLocation: SourceLocation)
+    {
+        let time = QueueTime(of: queue)
+        @Sendable func look() {
+            watchdog.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds(QueueTime.interval)))) {
+                guard self.isPending else { return }
+                if time.elapsed >= limit {
+                    self.resume(with: .failure(GaveUp(what: what, sourceLocation: sourceLocation, limit: limit)))
+                } else {
+                    look()
+                }
             }
         }
-        beat(0)
+        look()
     }
 
     /// Starts a limit on progress: `GaveUp` once `progress()` hasn't changed for `stall`, looked
@@ -123,6 +123,37 @@ final class OneResumption<Value: Sendable>: @unchecked Sendable {
     }
 }
 
+/// Time in which a queue ran, as far as a test needs it for a limit: a beat is posted to the
+/// queue every few milliseconds, each once the one before has run, and each beat that ran counts
+/// as that interval. A queue that got no thread for a minute counts one beat for it.
+///
+/// For limits on waits that need a queue of the shared pool, or the main queue: in a test process
+/// on Linux the main thread parks in `dispatchMain()`, and both are drained by the pool's threads,
+/// which the suite's CPU-bound tests can hold for minutes (under ThreadSanitizer). A wait that
+/// never ends still fails once the queue has been free to end it for the limit.
+///
+/// It beats for as long as it exists.
+final class QueueTime: Sendable {
+    static let interval = Duration.milliseconds(20)
+    private let beats = Atomic<Int>(0)
+
+    init(of queue: DispatchQueue) {
+        @Sendable func beat(_ time: QueueTime?) {
+            guard let time else { return }
+            time.beats.add(1, ordering: .relaxed)
+            watchdog.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds(Self.interval)))) { [weak time] in
+                queue.async { [weak time] in beat(time) }
+            }
+        }
+        watchdog.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds(Self.interval)))) { [weak self] in
+            queue.async { [weak self] in beat(self) }
+        }
+    }
+
+    /// The beats that ran, times their interval.
+    var elapsed: Duration { Self.interval * beats.load(ordering: .relaxed) }
+}
+
 /// `duration` in whole nanoseconds, saturating.
 func nanoseconds(_ duration: Duration) -> Int64 {
     let (seconds, attoseconds) = duration.components
@@ -139,5 +170,14 @@ public func stopIfStuck(after limit: Duration = patience * 3, sourceLocation: So
         message += "was still running after \(limit); stopping it.\n"
         message.withUTF8 { bytes in _ = write(2, bytes.baseAddress, bytes.count) }
         _exit(86)
+    }
+}
+
+extension Trait where Self == TimeLimitTrait {
+    /// A suite's or test's time limit, `minutes` times `EXCLUSION_TEST_PATIENCE`: under
+    /// ThreadSanitizer every test runs several times slower, and a limit that fits an ordinary
+    /// build would fail tests that are only slow.
+    public static func patientTimeLimit(minutes: Int) -> Self {
+        .timeLimit(.minutes(Int((Double(minutes) * patienceScale).rounded(.up))))
     }
 }

@@ -1,4 +1,5 @@
 import Exclusion
+import ExclusionTestSupport
 import ExclusionTesting
 import Foundation
 import Testing
@@ -37,7 +38,7 @@ private func op(
     HistoryOperation(thread: thread, input: input, output: output, call: call, return: returned)
 }
 
-@Suite("Linearizability checker", .timeLimit(.minutes(10)))
+@Suite("Linearizability checker", .patientTimeLimit(minutes: 10))
 struct LinearizabilityCheckerTests {
     let checker = LinearizabilityChecker(model: Register())
 

@@ -1,4 +1,5 @@
 import Exclusion
+import ExclusionTestSupport
 import ExclusionTesting
 import Foundation
 import Testing
@@ -16,7 +17,7 @@ import Testing
 @Suite(
     "ScenarioRunner against ScheduleExplorer on the planted bugs (a measurement)",
     .enabled(if: ProcessInfo.processInfo.environment["EXCLUSION_MEASURE_SCENARIO_RUNNER"] != nil),
-    .serialized, .timeLimit(.minutes(30)))
+    .serialized, .patientTimeLimit(minutes: 30))
 struct ScenarioRunnerComparisonTests {
     private static let trials = 20
 

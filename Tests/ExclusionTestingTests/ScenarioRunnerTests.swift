@@ -1,4 +1,5 @@
 import Exclusion
+import ExclusionTestSupport
 import ExclusionTesting
 import Foundation
 import Testing
@@ -77,7 +78,7 @@ struct SwapRegisterModel: SequentialModel {
 
 /// Each primitive, run through thousands of short concurrent histories; and for each, a broken
 /// variant the same run must catch, which shows the run can fail.
-@Suite("Linearizability of the primitives", .timeLimit(.minutes(10)))
+@Suite("Linearizability of the primitives", .patientTimeLimit(minutes: 10))
 struct PrimitiveLinearizabilityTests {
     @Test func exclusiveIsALinearizableCounter() async {
         let report = await ScenarioRunner(model: CounterModel(), histories: 2_000).run(

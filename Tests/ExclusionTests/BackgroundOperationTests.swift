@@ -8,7 +8,7 @@ private struct Failure: Error, Equatable {
     let code: Int
 }
 
-@Suite("BackgroundOperation", .timeLimit(.minutes(10)))
+@Suite("BackgroundOperation", .patientTimeLimit(minutes: 10))
 struct BackgroundOperationTests {
     @Test func deliversTheResultOnTheGivenQueue() async throws {
         let queue = DispatchQueue(label: "results")

@@ -101,7 +101,7 @@ private let holderLine = Atomic<Int>(0)
 private let waiterLine = Atomic<Int>(0)
 private let file = "ExclusionTests/ContentionProfileTests.swift"
 
-@Suite("Contention profile", .serialized, .timeLimit(.minutes(10)))
+@Suite("Contention profile", .serialized, .patientTimeLimit(minutes: 10))
 struct ContentionProfileTests {
     /// Whether the report shows the known workload: the hot instance, its waiter's and holder's
     /// sites, and a total wait of at least most of the holds and at most what the waiter measured

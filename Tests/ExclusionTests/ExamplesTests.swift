@@ -112,7 +112,7 @@ private func timeoutExample(_ jobs: Exclusive<[String]>, run: (String) -> Void) 
     return printed
 }
 
-@Suite("Examples", .timeLimit(.minutes(10)))
+@Suite("Examples", .patientTimeLimit(minutes: 10))
 struct ExamplesTests {
     @Test func theReadmeExample() async {
         let printed: String = await withCheckedContinuation { continuation in

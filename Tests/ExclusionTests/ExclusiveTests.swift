@@ -20,7 +20,7 @@ private struct Failure: Error, Equatable {
     let code: Int
 }
 
-@Suite("Exclusive", .timeLimit(.minutes(10)))
+@Suite("Exclusive", .patientTimeLimit(minutes: 10))
 struct ExclusiveTests {
     // MARK: - Basics
 

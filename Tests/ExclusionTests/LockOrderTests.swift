@@ -74,7 +74,7 @@ private func expectInversionMessage(
     #expect(locations >= labels.count, "stderr lacks the locations: \(message)", sourceLocation: sourceLocation)
 }
 
-@Suite("Lock order", .serialized, .timeLimit(.minutes(10)))
+@Suite("Lock order", .serialized, .patientTimeLimit(minutes: 10))
 struct LockOrderTests {
     @Test func twoInstancesNestedInBothOrdersStopTheProcess() async {
         let result = await offTheSharedPool {

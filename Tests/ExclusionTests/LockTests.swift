@@ -22,7 +22,7 @@ import Darwin
 /// contention episode. Each property is shown to fail on a broken variant. The protocols' models,
 /// and a stress test timed to the race Linux's fence exists for, are in `Verification/`, where the
 /// planted bugs these tests can't see are caught.
-@Suite("Lock", .timeLimit(.minutes(5)))
+@Suite("Lock", .patientTimeLimit(minutes: 5))
 struct LockTests {
     @Test func aSleepTowardAFarDeadlineIsCutIntoSleepsTheSystemTakes() {
         // Apple's timed wait takes a timeout and refuses one it can't add to its clock: a deadline

@@ -25,7 +25,7 @@ private func addPears() {
 
 // MARK: - Running it
 
-@Suite("Observing changes (the article's example)", .timeLimit(.minutes(10)))
+@Suite("Observing changes (the article's example)", .patientTimeLimit(minutes: 10))
 struct ObservingChangesArticleTests {
     @MainActor @Test func theBadgeShowsTheCountNowThenEachChange() async {
         let badge = InventoryBadge()

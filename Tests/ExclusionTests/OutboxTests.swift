@@ -4,7 +4,7 @@ import ExclusionTestSupport
 import Foundation
 import Testing
 
-@Suite("Outbox", .timeLimit(.minutes(10)))
+@Suite("Outbox", .patientTimeLimit(minutes: 10))
 struct OutboxTests {
     @Test func postedWorkRunsAfterTheAccessOnTheGivenQueue() async {
         let value = Exclusive(0)

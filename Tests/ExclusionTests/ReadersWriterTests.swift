@@ -105,7 +105,7 @@ private func starvationScenario(_ lock: some ReadWriteLockLike) async -> [String
     return order.values
 }
 
-@Suite("ReadersWriter", .timeLimit(.minutes(10)))
+@Suite("ReadersWriter", .patientTimeLimit(minutes: 10))
 struct ReadersWriterTests {
     // MARK: - Basics
 

@@ -30,7 +30,7 @@ private func startTaskInsideWrite(_ index: ReadersWriter<[String]>) -> Task<Int,
     }
 }
 
-@Suite("Re-entrancy", .serialized, .timeLimit(.minutes(10)))
+@Suite("Re-entrancy", .serialized, .patientTimeLimit(minutes: 10))
 struct ReentrancyTests {
     @Test func awaitedAccessFromATaskStartedInsideIsNotReentrant() async {
         // Starting async work from inside an access is allowed: it runs after the access.

@@ -68,7 +68,7 @@ private func expectReport(
     #expect(message.components(separatedBy: "has waited").count == 2, "reported more than once: \(message)")
 }
 
-@Suite("Stuck waits", .serialized, .timeLimit(.minutes(10)))
+@Suite("Stuck waits", .serialized, .patientTimeLimit(minutes: 10))
 struct StuckWaitTests {
     @Test func aThreadBlockedOnAHeldInstanceIsReportedOnce() async throws {
         let result = await offTheSharedPool {

@@ -163,7 +163,7 @@ private let caseNames = allCases().map(\.name)
 
 private func timedCase(_ name: String) -> TimedCase { allCases().first { $0.name == name }! }
 
-@Suite("Timeouts bound every wait", .timeLimit(.minutes(10)))
+@Suite("Timeouts bound every wait", .patientTimeLimit(minutes: 10))
 struct TimeoutTests {
     @Test(arguments: caseNames)
     func aTimedAccessGivesUpWhileAnotherHoldsTheState(_ name: String) async throws {
@@ -310,7 +310,7 @@ private func othersAreServedWhenAWokenThreadGivesUp(_ index: ReadersWriter<Int>,
     return spin(until: { secondRan.isRaised }, timeout: patience)
 }
 
-@Suite("A woken waiter that gives up", .timeLimit(.minutes(5)))
+@Suite("A woken waiter that gives up", .patientTimeLimit(minutes: 5))
 struct GivingUpTests {
     @Test func leavesTheOtherWaitersServed() async throws {
         let index = ReadersWriter(0, label: "index")

@@ -206,7 +206,7 @@ private func growthWhileTheConsumerIsAway(buffering: Bool) async {
 }
 #endif
 
-@Suite("Values", .timeLimit(.minutes(10)))
+@Suite("Values", .patientTimeLimit(minutes: 10))
 struct ValuesTests {
     @Test func valuesAreWholeInOrderAndEndWithTheLastOne() async {
         #expect(await valuesAreWholeAndInOrder { $0.values { $0 } })

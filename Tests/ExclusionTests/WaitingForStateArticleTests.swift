@@ -65,7 +65,7 @@ struct BoundedQueue<Element: Sendable>: Sendable {
 
 // MARK: - What the article says they do
 
-@Suite("The Waiting for state article", .timeLimit(.minutes(10)))
+@Suite("The Waiting for state article", .patientTimeLimit(minutes: 10))
 struct WaitingForStateArticleTests {
     @Test func theConsumerGetsTheJobAddedLater() async throws {
         let next = BlockingCall { try? consumeOneJob() }
