@@ -93,6 +93,9 @@ private final class ChangeWatchers: Sendable {
     private let watched = Exclusive(
         [(bank: Bank, audit: Exclusive<ChangeAudit>, committedBefore: Int)](), label: "watched banks")
     private let givingOneChangeTwice: Bool
+    /// Where every loop runs: one thread for hundreds of loops that each suspend between changes,
+    /// off the shared pool. It stays, idle, once the loops have ended: one per test.
+    private let thread = DedicatedThread()
 
     init(givingOneChangeTwice: Bool = false) {
         self.givingOneChangeTwice = givingOneChangeTwice
@@ -109,7 +112,7 @@ private final class ChangeWatchers: Sendable {
         let audit = Exclusive(ChangeAudit(startingFrom: bank.accounts), label: "audit")
         let committedBefore = bank.store.read { $0.changesRecorded }
         let twice = givingOneChangeTwice
-        onADedicatedThread {
+        Task(executorPreference: thread) {
             var iterator = start
             var taken = 0
             while let change = await iterator.next(isolation: nil) {
