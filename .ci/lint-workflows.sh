@@ -54,8 +54,14 @@ done
 broken="$(mktemp -d)"
 trap 'rm -rf "$broken"' EXIT
 sed 's/runs-on:/runs_on:/' .github/workflows/ci.yml >"$broken/key.yml"
-sed 's/echo "Testing on: \$device"/echo Testing on: $device; cd $HOME\/$device/' .github/workflows/ci.yml >"$broken/script.yml"
+sed 's/echo "Testing on: \$name (\$runtime), \$udid"/echo Testing on: $name; cd $HOME\/$udid/' .github/workflows/ci.yml \
+    >"$broken/script.yml"
 for variant in key script; do
+    # A variant whose edit no longer finds its text would be the workflow itself.
+    if cmp -s .github/workflows/ci.yml "$broken/$variant.yml"; then
+        echo "the broken workflow ($variant) is not broken: its edit found nothing to change in ci.yml" >&2
+        exit 1
+    fi
     if lint "$broken/$variant.yml" >/dev/null 2>&1; then
         echo "the lint accepted a broken workflow ($variant)" >&2
         exit 1
