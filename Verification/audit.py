@@ -27,8 +27,8 @@ PLANTS = {
     "values-lost-wake-up": (
         "releases never look at waiting `values` iterators: a change doesn't wake the loop",
         "Sources/Exclusion/Internal/Waiting/WaitLine.swift",
-        "for waiter in waiters where waiter.status == .waiting && waiter !== joiner {",
-        "for waiter in waiters where waiter.status == .waiting && waiter !== joiner && !waiter.isObserver {",
+        "            case .job: true\n",
+        "            case .job(_, let observer): !observer\n",
         ["ValuesTests"],
     ),
     "values-skip-first": (
@@ -89,9 +89,9 @@ PLANTS = {
     ),
     "wait-forget-cancelled": (
         "a cancelled awaited access stays in line",
-        "Sources/Exclusion/Internal/Waiting/WaitList.swift",
-        "    func cancel(_ waiter: _Waiter<State>) {\n        abandon(waiter, with: CancellationError())",
-        "    func cancel(_ waiter: _Waiter<State>) {\n        _ = waiter",
+        "Sources/Exclusion/Internal/Waiting/Engine+AwaitingConditions.swift",
+        "_waitList.end(waiter, .cancelled)",
+        "_ = waiter",
         ["WaitingTests"],
     ),
     "wait-no-grant": (
@@ -100,6 +100,34 @@ PLANTS = {
         "static var lossesBeforeGrant: Int { 2 }",
         "static var lossesBeforeGrant: Int { .max }",
         ["WaitingTests"],
+    ),
+    "waitline-grant-outlives-grantee": (
+        "a granted thread that gives up leaves the state promised to nobody in line",
+        "Sources/Exclusion/Internal/Waiting/WaitLine.swift",
+        "        if grantee == id { grantee = nil }\n",
+        "        if grantee == id { _ = grantee }\n",
+        ["WaitLineTests"],
+    ),
+    "waitline-wake-twice": (
+        "a woken thread stays asleep in the line's eyes: the next release wakes it again",
+        "Sources/Exclusion/Internal/Waiting/WaitLine.swift",
+        "entries[index].entry = .thread(sleeper, woken: true, losses: losses)",
+        "entries[index].entry = .thread(sleeper, woken: false, losses: losses)",
+        ["WaitLineTests"],
+    ),
+    "waitline-lost-wake-up": (
+        "a thread that sleeps again stays woken in the line's eyes: no release looks at it again",
+        "Sources/Exclusion/Internal/Waiting/WaitLine.swift",
+        "entries[index].entry = .thread(sleeper, woken: false, losses: losses + 1)",
+        "entries[index].entry = .thread(sleeper, woken: true, losses: losses + 1)",
+        ["WaitLineTests"],
+    ),
+    "waitline-last-first": (
+        "releases look at the line from its end: the last to come is served first",
+        "Sources/Exclusion/Internal/Waiting/WaitLine.swift",
+        "entries.lazy.filter { waiter in",
+        "entries.reversed().lazy.filter { waiter in",
+        ["WaitLineTests"],
     ),
     "simulation-most-open": (
         "the simulation's report takes the largest branch's most open accounts, not their sum",

@@ -77,3 +77,11 @@ extension _Engine {
         _Contention.record(key, nanoseconds: wait.waited) { (label, _typeName) }
     }
 }
+
+/// While a contention profile runs: when an awaited access that found its condition false began
+/// to wait, for its wait to be recorded when it runs.
+final class _ConditionWaitStart: @unchecked Sendable {
+    // @unchecked: written by the access's turn and read by its body, both with the state held
+    // exclusively.
+    var since: UInt64?
+}

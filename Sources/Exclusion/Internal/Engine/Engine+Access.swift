@@ -153,7 +153,7 @@ extension _Engine {
     /// first, with the state still held.
     @usableFromInline
     func _serveWaitersAndUnlock(
-        _ thread: _CurrentThread, _ deliveries: consuming Outbox, skipping joiner: _Waiter<State>? = nil,
+        _ thread: _CurrentThread, _ deliveries: consuming Outbox, skipping joiner: _WaiterID? = nil,
         file: StaticString = "", line: UInt = 0
     ) {
         let pending = _releaseWork.takePendingWait()
@@ -162,12 +162,12 @@ extension _Engine {
         var woken: DispatchSemaphore?
         serving: while _releaseWork.hasSleepers {
             switch _waitList.nextReady(_state, mayWake: woken == nil, skipping: joiner) {
-            case .nothing:
+            case .none, .fail:
                 break serving
-            case .run(let run):
-                run?(&_state.pointee, &deliveries)
-            case .wake(let semaphore, let granted):
-                woken = semaphore
+            case .run(let job):
+                job.run(&_state.pointee, &deliveries)
+            case .wake(let sleeper, let granted):
+                woken = sleeper.semaphore
                 if granted { break serving }  // promised: nothing else may change the state first
             }
         }

@@ -61,7 +61,7 @@ final class _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
     deinit {
         // Only work submitted with a condition can still wait here: nobody is left to change the
         // state, so its condition will never hold. It must still hear back exactly once.
-        _waitList.abandonAll(with: CancellationError())
+        _waitList.endAll()
         _LockOrder.forget(self)
         _state.deinitialize(count: 1)
         _state.deallocate()

@@ -57,28 +57,24 @@ extension _Engine {
     ) async throws -> R {
         let result: Result<R, any Error> = await withoutActuallyEscaping(condition) { condition in
             await withoutActuallyEscaping(body) { body in
-                let waiter = _Waiter<State>(job: condition, observer: observer, looked: looked)
+                let waiter = _waitList.expect(observer: observer, looked: looked)
                 return await withTaskCancellationHandler {
                     await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<R, any Error>, Never>) in
-                        let failure = _waitList.arm(
-                            waiter,
+                        let profile = !observer && _Contention.isOn ? _ConditionWaitStart() : nil
+                        let job = _WaitingJob<State>(
+                            condition: condition,
                             run: { state, deliveries in
-                                if let since = waiter.profiledSince {
-                                    self._record(.condition, at: .none, since: since)
-                                }
+                                if let since = profile?.since { self._record(.condition, at: .none, since: since) }
                                 let result: Result<R, any Error>
                                 do { result = .success(try body(&state)) } catch { result = .failure(error) }
                                 deliveries.runAfterRelease { continuation.resume(returning: result) }
                             },
-                            fail: { error in continuation.resume(returning: .failure(error)) })
-                        if let failure {
-                            continuation.resume(returning: .failure(failure))
-                        } else {
-                            _enqueue(waiter, limit, profiled: !observer && _Contention.isOn)
-                        }
+                            fail: { error in continuation.resume(returning: .failure(error)) },
+                            timer: limit.map { _waitList.startTimer(for: waiter, $0, label: label) })
+                        if _waitList.arrive(waiter, job) { _enqueueTurn(of: waiter, profile: profile) }
                     }
                 } onCancel: {
-                    _waitList.cancel(waiter)
+                    _waitList.end(waiter, .cancelled)
                 }
             }
         }
@@ -93,24 +89,23 @@ extension _Engine {
         completion: @escaping @Sendable (Result<R, any Error>) -> Void
     ) {
         checkBeforeNotWaiting(_CurrentThread(), .submitting, shared: false, attempting: attempted)
-        let limit = timeout.map(_TimeLimit.init)
-        let waiter = _Waiter<State>(job: condition)
-        _ = _waitList.arm(
-            waiter, run: _delivering(body, on: queue, to: completion),
-            fail: { error in queue.async { completion(.failure(error)) } })
-        _enqueue(waiter, limit)
+        let waiter = _waitList.expect()
+        let job = _WaitingJob<State>(
+            condition: condition, run: _delivering(body, on: queue, to: completion),
+            fail: { error in queue.async { completion(.failure(error)) } },
+            timer: timeout.map { _waitList.startTimer(for: waiter, _TimeLimit($0), label: label) })
+        if _waitList.arrive(waiter, job) { _enqueueTurn(of: waiter) }
     }
 
-    /// Puts a set-up waiter in line: in its turn, with the state held exclusively, it runs if its
-    /// condition holds, and otherwise joins the wait list. A timer abandons it at `limit`, wherever
-    /// it is by then.
+    /// Puts an access that has arrived in line for its turn: then, with the state held
+    /// exclusively, it runs if its condition holds, and otherwise joins the wait list. Its timer,
+    /// if any, ends it wherever it is by then.
     ///
-    /// With `profiled` (a contention profile runs, and the access is not an observer), the wait for the
-    /// turn is recorded as a task's wait for the lock if the condition then holds, and the whole
-    /// wait as a wait for the condition if it doesn't.
-    private func _enqueue(_ waiter: _Waiter<State>, _ limit: _TimeLimit?, profiled: Bool = false) {
-        if let limit { _waitList.startTimer(for: waiter, limit, label: label) }
-        guard profiled else {
+    /// With a `profile` (a contention profile runs, and the access is not an observer), the wait
+    /// for the turn is recorded as a task's wait for the lock if the condition then holds, and
+    /// the whole wait as a wait for the condition if it doesn't.
+    private func _enqueueTurn(of waiter: _WaiterID, profile: _ConditionWaitStart? = nil) {
+        guard let profile else {
             return _enqueue(
                 .closure(isShared: false) { deliveries in
                     if let run = self._waitList.check(waiter, self._state) { run(&self._state.pointee, &deliveries) }
@@ -124,7 +119,7 @@ extension _Engine {
                     self._recordWait(.suspendedTask, at: .none, since: start)
                     run(&self._state.pointee, &deliveries)
                 } else {
-                    waiter.profiledSince = start
+                    profile.since = start
                 }
             })
     }

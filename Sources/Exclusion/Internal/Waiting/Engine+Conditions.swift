@@ -127,11 +127,11 @@ extension _Engine {
         _ thread: _CurrentThread, until condition: @escaping @Sendable (State) -> Bool, limit: _TimeLimit?,
         file: StaticString, line: UInt, _ outbox: Outbox
     ) throws(TimeoutError) -> Outbox {
-        let waiter = _Waiter<State>(thread: condition)
-        _waitList.enqueue(waiter)
+        let sleeper = _Sleeper<State>(waitingFor: condition)
+        let waiter = _waitList.sleep(sleeper)
         // Others may need serving (the access ran what was submitted before it), but not this one.
         _serveWaitersAndUnlock(thread, outbox, skipping: waiter)
-        let semaphore = waiter.semaphore!
+        let semaphore = sleeper.semaphore
         // Reported once if it lasts past the stuck-wait threshold, then waited for as asked.
         var reportAt = _watchesWaits ? _Deadline(after: _StuckWait.threshold!) : nil
         while true {
@@ -163,7 +163,7 @@ extension _Engine {
                 releaseExclusively(thread, outbox)
                 throw limit.error(on: label, waitingFor: .conditionFalse)
             }
-            _waitList.waitAgain(waiter)
+            _waitList.sleepAgain(waiter)
             _serveWaitersAndUnlock(thread, outbox, skipping: waiter)
         }
     }
@@ -171,7 +171,7 @@ extension _Engine {
     /// After a wake-up: takes the lock by `deadline` and, unless the state is promised to this
     /// waiter, backs off for the waiter it is promised to; then enters. Nil, not holding the state,
     /// if the deadline passed first.
-    private func _retake(_ thread: _CurrentThread, _ waiter: _Waiter<State>, before deadline: _Deadline?) -> Outbox? {
+    private func _retake(_ thread: _CurrentThread, _ waiter: _WaiterID, before deadline: _Deadline?) -> Outbox? {
         if let deadline {
             guard _lock.lockExclusive(before: deadline) else { return nil }
         } else {
@@ -184,7 +184,7 @@ extension _Engine {
     /// A woken or granted waiter that couldn't take the state back in time leaves the line. The
     /// release that woke it checked no other blocked thread (or promised the state to it), so an
     /// empty exclusive access is queued, whose release checks the others in its place.
-    private func _giveUp(_ waiter: _Waiter<State>) {
+    private func _giveUp(_ waiter: _WaiterID) {
         _waitList.leave(waiter)
         _enqueue(.plain { _ in })
     }

@@ -3,7 +3,13 @@
 
 extension _WaitList {
     /// How many blocked threads wait asleep (not woken, not granted).
-    var threadsAsleep: Int { _look { $0.waiters.count { $0.isThread && $0.status == .waiting } } }
+    var threadsAsleep: Int {
+        _look { line in
+            line.entries.count { waiter in
+                if case .thread(_, woken: false, _) = waiter.entry { true } else { false }
+            }
+        }
+    }
 
     /// How many accesses wait for a condition (asleep, or awaited and submitted ones in line).
     var waiting: Int { releaseWork.sleepers }

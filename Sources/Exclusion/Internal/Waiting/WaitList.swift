@@ -25,15 +25,21 @@ import Musl
 ///   without a grant lets a signaller carry on (a producer fills a queue while the consumer wakes);
 ///   the grant bounds how often a waiter can lose.
 ///
-/// Its state is a `_WaitLine`, changed under `_lock` by transitions that return their effects;
-/// `_mutate` carries those out, the one place the sleepers' count and the grant's flag change.
+/// Who waits is a `_WaitLine`, a value whose transitions say what to do; this class holds it
+/// under `_lock`, evaluates the conditions the line asks about, and carries out its actions.
+/// `_mutate` is the one place that publishes what releases and accesses read without the lock:
+/// the count of sleepers (`_ReleaseWork`) and whether the state is promised (`_isReserved`, and
+/// `_grantsEnded` to sleep on until a grant ends).
 @usableFromInline
 final class _WaitList<State>: @unchecked Sendable {
-    // @unchecked: `_line` and every waiter's fields are only touched while `_lock` is held; the
-    // atomics are read without it, as hints or with the orderings `_apply` documents.
+    // @unchecked: `_line` is only touched while `_lock` is held; the atomics are read without it,
+    // as hints or with the orderings `_mutate` documents.
+
+    typealias Line = _WaitLine<_Sleeper<State>, _WaitingJob<State>>
+    typealias Action = _WaitAction<_Sleeper<State>, _WaitingJob<State>>
 
     let _lock = _Lock()
-    private var _line = _WaitLine<State>()
+    private var _line = Line()
     /// The word every exclusive release reads, in which the list counts its sleepers (waiters in
     /// the list not woken or granted): a release checks conditions only if some sleep.
     let releaseWork = _ReleaseWork()
@@ -56,29 +62,32 @@ final class _WaitList<State>: @unchecked Sendable {
         _grantsEnded.deallocate()
     }
 
-    /// Runs a transition of the line under the lock, and carries out its effects before letting go.
-    private func _mutate<R>(_ transition: (inout _WaitLine<State>) -> (R, _WaitEffects)) -> R {
+    /// Runs a transition of the line under the lock, and publishes what it changed before letting
+    /// go: the sleepers' count, and the grant.
+    private func _mutate<R>(_ transition: (inout Line) -> R) -> R {
         _lock.lock()
         defer { _lock.unlock() }
-        let (result, effects) = transition(&_line)
-        if effects.sleepers > 0 { releaseWork.sleepersArrive(effects.sleepers) }
-        if effects.sleepers < 0 { releaseWork.sleepersLeave(-effects.sleepers) }
-        switch effects.grant {
-        case .made?:
+        let sleepers = _line.sleepers
+        let granted = _line.grantee != nil
+        let result = transition(&_line)
+        if _line.sleepers > sleepers { releaseWork.sleepersArrive(_line.sleepers - sleepers) }
+        if _line.sleepers < sleepers { releaseWork.sleepersLeave(sleepers - _line.sleepers) }
+        switch (granted, _line.grantee != nil) {
+        case (false, true):
             _isReserved.store(true, ordering: .relaxed)
-        case .ended?:
+        case (true, false):
             // Cleared, then counted: an access that read the count and then found the flag set
             // will see the count change (`grantToWaitFor`).
             _isReserved.store(false, ordering: .sequentiallyConsistent)
             _grantsEnded.pointee.add(1, ordering: .sequentiallyConsistent)
             exclusion_word_changed(_grantsWord)
-        case nil:
+        default:
             break
         }
         return result
     }
 
-    func _look<R>(_ body: (_WaitLine<State>) -> R) -> R {
+    func _look<R>(_ body: (Line) -> R) -> R {
         _lock.lock()
         defer { _lock.unlock() }
         return body(_line)
@@ -86,27 +95,24 @@ final class _WaitList<State>: @unchecked Sendable {
 
     // MARK: - Blocked threads
 
-    /// Adds a thread that found its condition false; call with the state held exclusively.
-    func enqueue(_ waiter: _Waiter<State>) { _mutate { ((), $0.join(waiter)) } }
+    /// Adds the calling thread, which found its condition false; call with the state held
+    /// exclusively.
+    func sleep(_ sleeper: _Sleeper<State>) -> _WaiterID { _mutate { $0.threadSleeps(sleeper) } }
 
     /// Called by a woken or granted thread that now holds the state: whether the promise it was
     /// granted (if any) is its own, which it now takes up.
-    func takeGrant(_ waiter: _Waiter<State>) -> Bool {
-        _mutate { line in line.grantee === waiter ? (true, line.endGrant()) : (false, _WaitEffects()) }
-    }
+    func takeGrant(_ id: _WaiterID) -> Bool { _mutate { $0.threadTakesUpItsGrant(id) } }
 
     /// A thread holding the state found its condition true and will run, or gives up; either way
     /// it leaves the list, and a grant it held ends.
-    func leave(_ waiter: _Waiter<State>) { _mutate { ((), $0.remove(waiter)) } }
+    func leave(_ id: _WaiterID) { _mutate { $0.threadLeaves(id) } }
 
     /// A thread holding the state found its condition false again: it waits again in its place.
-    func waitAgain(_ waiter: _Waiter<State>) { _mutate { ((), $0.waitAgain(waiter)) } }
+    func sleepAgain(_ id: _WaiterID) { _mutate { $0.threadSleepsAgain(id) } }
 
     /// A blocked thread's wait timed out. Returns true if it left the list without having been
     /// woken; false if a wake-up is on its way (the caller must then take it and check again).
-    func timeOut(_ waiter: _Waiter<State>) -> Bool {
-        _mutate { line in waiter.status == .waiting ? (true, line.remove(waiter)) : (false, _WaitEffects()) }
-    }
+    func timeOut(_ id: _WaiterID) -> Bool { _mutate { $0.threadTimesOut(id) } }
 
     /// Whether the state is promised to a granted thread; read with the state held exclusively.
     @inlinable var isReserved: Bool { _isReserved.load(ordering: .relaxed) }
@@ -131,114 +137,130 @@ final class _WaitList<State>: @unchecked Sendable {
     /// list under this lock before it returns); the loan then holds the thread itself, so it may
     /// end after the thread has.
     func lendPriorityToGrantee() -> exclusion_priority_loan? {
-        _look { line in line.grantee?.thread.flatMap { exclusion_lend_priority($0) } }
+        _look { line in line.granteeSleeper.flatMap { exclusion_lend_priority($0.thread) } }
     }
 
     // MARK: - Serving
 
     /// The next waiter to serve, in order, with the state held exclusively by the calling thread,
-    /// which is about to release it after an access that may have changed it: the body of an
-    /// awaited or asynchronous access whose condition holds, to run now (the caller then asks again,
-    /// since the body changed the state), or a blocked thread whose condition holds, woken or
-    /// granted the state, whose semaphore the caller signals once it has released the state, so
-    /// that the thread doesn't wake only to wait for the lock. Blocked threads only if `mayWake`;
-    /// `joiner` is a thread that has just joined after finding its condition false.
+    /// which is about to release it after an access that may have changed it: `.run`, the body of
+    /// an awaited or asynchronous access whose condition holds, to run now (the caller then asks
+    /// again, since the body changed the state), or `.wake`, a blocked thread whose condition
+    /// holds, woken or granted the state, whose semaphore the caller signals once it has released
+    /// the state, so that the thread doesn't wake only to wait for the lock. Blocked threads only
+    /// if `mayWake`; `joiner` is a thread that has just joined after finding its condition false.
     func nextReady(
-        _ state: UnsafeMutablePointer<State>, mayWake: Bool, skipping joiner: _Waiter<State>?
-    ) -> _Served<State> {
-        _mutate { $0.nextReady(state.pointee, mayWake: mayWake, skipping: joiner) }
+        _ state: UnsafeMutablePointer<State>, mayWake: Bool, skipping joiner: _WaiterID?
+    ) -> Action {
+        let action = _mutate { line -> Action in
+            for candidate in line.candidates(mayWake: mayWake, skipping: joiner) {
+                let holds: Bool
+                switch candidate.entry {
+                case .job(let job, _): holds = job.condition(state.pointee)
+                case .thread(let sleeper, _, _): holds = sleeper.condition(state.pointee)
+                }
+                if holds { return line.serve(candidate.id) }
+            }
+            return .none
+        }
+        if case .run(let job) = action { job.timer?.cancel() }
+        return action
     }
 }
 
 // MARK: - Awaited and asynchronous accesses
 
 extension _WaitList {
-    /// Looks at a pending awaited or asynchronous access, with the state held exclusively: if its
-    /// condition holds, returns its body to run now; otherwise it joins the list. Returns nil too
-    /// if it was abandoned meanwhile.
-    func check(_ waiter: _Waiter<State>, _ state: UnsafeMutablePointer<State>) -> _Waiter<State>.Job? {
-        // Under one lock with the joining, so that an observer can't join after observations ended.
-        let (run, ended): (_Waiter<State>.Job?, Bool) = _mutate { line in
-            if waiter.isObserver, line.observationsEnded { return ((nil, true), _WaitEffects()) }
-            let (run, effects) = line.check(waiter, state.pointee)
-            return ((run, false), effects)
+    /// Names an awaited or asynchronous access about to be set up, for what happens to it next.
+    /// `looked`: it held the state and found its condition false already.
+    func expect(observer: Bool = false, looked: Bool = false) -> _WaiterID {
+        _mutate { $0.expectJob(observer: observer, looked: looked) }
+    }
+
+    /// The access is set up: whether it waits for its turn now. If it was cancelled or timed out
+    /// meanwhile, or observes an instance that went away, it fails instead (and must not be
+    /// submitted).
+    func arrive(_ id: _WaiterID, _ job: _WaitingJob<State>) -> Bool {
+        let action = _mutate { $0.jobArrives(id, job) }
+        _carryOut(action)
+        if case .fail = action { return false }
+        return true
+    }
+
+    /// Looks at an access whose turn came, with the state held exclusively: if its condition
+    /// holds, returns its body to run now; otherwise it joins the list. Returns nil too if it
+    /// ended meanwhile.
+    func check(_ id: _WaiterID, _ state: UnsafeMutablePointer<State>) -> _WaitingJob<State>.Run? {
+        let action = _mutate { line -> Action in
+            guard let job = line.jobInTurn(id) else { return line.jobLooked(id, conditionHolds: false) }
+            return line.jobLooked(id, conditionHolds: job.condition(state.pointee))
         }
-        if ended { abandon(waiter, with: _ObservationEnded()) }
-        return run
+        _carryOut(action)
+        guard case .run(let job) = action else { return nil }
+        return job.run
     }
 
-    /// Ends a pending or waiting awaited or asynchronous access without running it, delivering
-    /// `error`: a timeout, a cancellation. Does nothing if it already ran or ended.
-    func abandon(_ waiter: _Waiter<State>, with error: any Error) {
-        abandon(waiter) { _ in error }
-    }
-
-    /// The same, with the error made from the status the waiter had (pending or waiting).
-    func abandon(_ waiter: _Waiter<State>, with error: (_Waiter<State>.Status) -> any Error) {
-        let failure: (fail: (@Sendable (any Error) -> Void)?, error: any Error)? = _mutate { line in
-            guard waiter.status == .pending || waiter.status == .waiting else { return (nil, _WaitEffects()) }
-            let failure = (fail: waiter.fail, error: error(waiter.status))
-            if failure.fail == nil { waiter.abandonedWith = failure.error }
-            return (failure, line.remove(waiter))
-        }
-        if let failure, let fail = failure.fail { fail(failure.error) }
-    }
-
-    /// A cancelled awaited access leaves the line, and hears `CancellationError`.
-    func cancel(_ waiter: _Waiter<State>) {
-        abandon(waiter, with: CancellationError())
+    /// Ends an access that hasn't run, wherever it is, for `failure`; does nothing if it ran or
+    /// ended already.
+    func end(_ id: _WaiterID, _ failure: _WaitFailure, timeout: (_TimeLimit, label: String)? = nil) {
+        _carryOut(_mutate { $0.jobEnds(id, failure) }, timeout: timeout)
     }
 
     /// Ends every observer waiting, and every one to come, with `_ObservationEnded`: the public
     /// instance went away, so no access will change the state again.
     func endObservations() {
-        for observer in _mutate({ ($0.endObservations(), _WaitEffects()) }) {
-            abandon(observer, with: _ObservationEnded())
-        }
+        for job in _mutate({ $0.endObservations() }) { _carryOut(.fail(job, .observationEnded)) }
     }
 
-    /// Whether the public instance went away (a quick look; `arm` and `check` decide under the lock).
+    /// Whether the public instance went away (a quick look; `arrive` and `check` decide under the
+    /// lock).
     var observationsEnded: Bool { _look(\.observationsEnded) }
 
-    /// Ends every waiter still in the list with `error`; called when the instance goes away.
-    func abandonAll(with error: any Error) {
-        for waiter in _look(\.waiters) where !waiter.isThread { abandon(waiter, with: error) }
+    /// Ends every access still waiting with `CancellationError`; called when the engine goes away.
+    func endAll() {
+        for job in _mutate({ $0.endJobs() }) { _carryOut(.fail(job, .cancelled)) }
     }
 
-    /// Sets up an awaited access's closures once its continuation exists. Returns the error it was
-    /// abandoned with if that happened first (then it must not be submitted).
-    func arm(
-        _ waiter: _Waiter<State>, run: @escaping _Waiter<State>.Job, fail: @escaping @Sendable (any Error) -> Void
-    ) -> (any Error)? {
-        _mutate { line in
-            if let error = waiter.abandonedWith { return (error, _WaitEffects()) }
-            if waiter.isObserver, line.observationsEnded { return (_ObservationEnded(), _WaitEffects()) }
-            waiter.run = run
-            waiter.fail = fail
-            return (nil, _WaitEffects())
-        }
-    }
-
-    /// Starts a timer that abandons `waiter` when `limit` passes, with the `TimeoutError` for what it
-    /// still waits for: the state if it hasn't looked at it yet, its condition if it has.
-    func startTimer(for waiter: _Waiter<State>, _ limit: _TimeLimit, label: String) {
+    /// Starts a timer that ends the access `id` when `limit` passes, with the `TimeoutError` for
+    /// what it still waits for: the state if it hasn't looked at it yet, its condition if it has.
+    func startTimer(for id: _WaiterID, _ limit: _TimeLimit, label: String) -> any DispatchSourceTimer {
         let timer = DispatchSource.makeTimerSource(queue: _timerQueue)
         timer.schedule(deadline: limit.deadline.dispatchTime)
-        timer.setEventHandler { [weak self, weak waiter] in
-            guard let self, let waiter else { return }
-            let looked = waiter.looked
-            self.abandon(waiter) { status in
-                limit.error(on: label, waitingFor: status == .pending && !looked ? .stateHeld : .conditionFalse)
-            }
+        timer.setEventHandler { [weak self] in
+            self?.end(id, .timedOut(conditionFalse: false), timeout: (limit, label))
         }
         // Active before anything can cancel it: libdispatch must not release an inactive source.
         timer.activate()
-        let isLive: Bool = _mutate { _ in
-            let isLive = waiter.status == .pending || waiter.status == .waiting
-            if isLive { waiter.timer = timer }
-            return (isLive, _WaitEffects())
+        return timer
+    }
+
+    /// Carries out what a job's transition decided, outside the lock: a failure is delivered (and
+    /// the job's timer stopped); a job to run has its timer stopped, and is run by the caller.
+    private func _carryOut(_ action: Action, timeout: (_TimeLimit, label: String)? = nil) {
+        switch action {
+        case .fail(let job, let failure):
+            job.timer?.cancel()
+            job.fail(failure.error(timeout: timeout))
+        case .run(let job):
+            job.timer?.cancel()
+        case .none, .wake:
+            break
         }
-        if !isLive { timer.cancel() }
+    }
+}
+
+extension _WaitFailure {
+    /// The error the job hears.
+    func error(timeout: (_TimeLimit, label: String)?) -> any Error {
+        switch self {
+        case .timedOut(let conditionFalse):
+            guard let (limit, label) = timeout else { return CancellationError() }
+            return limit.error(on: label, waitingFor: conditionFalse ? .conditionFalse : .stateHeld)
+        case .cancelled:
+            return CancellationError()
+        case .observationEnded:
+            return _ObservationEnded()
+        }
     }
 }
 
