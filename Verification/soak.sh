@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the whole test suite again and again beside busy loops, in each configuration .ci/run tests
+# Runs the whole test suite again and again beside busy loops, in each configuration .ci/run builds
 # (default, portable, iOS's set, ThreadSanitizer), and prints each run's failures: a test that
 # passes only on a quiet machine shows here. See README.md here ("Under load").
 #
