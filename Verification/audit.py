@@ -203,6 +203,8 @@ def run_suites(package, suites):
     failed = sorted(set(re.findall(r"✘ Test (\w+)\(", output)))
     if result.returncode != 0 and not failed:
         failed = ["(the run crashed or didn't finish)"]
+        # What it printed last says why: a crash's signal and backtrace, or a build error.
+        print("\n".join(output.splitlines()[-25:]), file=sys.stderr)
     if seconds > LIMIT:
         slow = re.findall(r"Test (\w+)\(.*\) (?:passed|failed) after ([0-9.]+) seconds", output)
         slow = sorted(((float(time), name) for name, time in slow), reverse=True)[:5]

@@ -305,6 +305,28 @@ struct WaitingTests {
         #expect(syncAccess(jobs, { $0 }) == [])
     }
 
+    @Test func aLimitThatPassesWhileTheAccessIsSetUpIsATimeout() async {
+        // The timer starts before the access has arrived in line; if it fires first, the access
+        // learns it when it arrives, and hears a `TimeoutError` like any other.
+        let list = _WaitList<Int>()
+        let waiter = list.expect()
+        let timer = list.startTimer(for: waiter, _TimeLimit(.zero), label: "set up")
+        let fired = await eventually {
+            list._look { line in
+                guard case .expected(_, endedWith: .some)? = line.arrivals[waiter] else { return false }
+                return true
+            }
+        }
+        let heard = Recorder<String>()
+        let job = _WaitingJob<Int>(
+            condition: { _ in true }, run: { _, _ in heard.record("ran") },
+            fail: { error in heard.record((error as? TimeoutError).map { "timeout on \($0.label)" } ?? "\(error)") },
+            timer: timer)
+        #expect(fired)
+        #expect(!list.arrive(waiter, job))
+        #expect(heard.values == ["timeout on set up"])
+    }
+
     @Test func anAwaitedWaitTimesOutWithoutRunning() async {
         let index = ReadersWriter([String](), label: "index")
         let ran = Flag()

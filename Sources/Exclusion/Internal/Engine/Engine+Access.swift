@@ -162,12 +162,12 @@ extension _Engine {
         var woken: DispatchSemaphore?
         serving: while _releaseWork.hasSleepers {
             switch _waitList.nextReady(_state, mayWake: woken == nil, skipping: joiner) {
-            case .none, .fail:
+            case .nothing:
                 break serving
-            case .run(let job):
-                job.run(&_state.pointee, &deliveries)
-            case .wake(let sleeper, let granted):
-                woken = sleeper.semaphore
+            case .run(let run):
+                run(&_state.pointee, &deliveries)
+            case .wake(let semaphore, let granted):
+                woken = semaphore
                 if granted { break serving }  // promised: nothing else may change the state first
             }
         }

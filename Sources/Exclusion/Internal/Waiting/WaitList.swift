@@ -151,21 +151,38 @@ final class _WaitList<State>: @unchecked Sendable {
     /// if `mayWake`; `joiner` is a thread that has just joined after finding its condition false.
     func nextReady(
         _ state: UnsafeMutablePointer<State>, mayWake: Bool, skipping joiner: _WaiterID?
-    ) -> Action {
-        let action = _mutate { line -> Action in
+    ) -> _Served<State> {
+        _mutate { line -> _Served<State> in
             for candidate in line.candidates(mayWake: mayWake, skipping: joiner) {
                 let holds: Bool
                 switch candidate.entry {
                 case .job(let job, _): holds = job.condition(state.pointee)
                 case .thread(let sleeper, _, _): holds = sleeper.condition(state.pointee)
                 }
-                if holds { return line.serve(candidate.id) }
+                guard holds else { continue }
+                switch line.serve(candidate.id) {
+                case .run(let job):
+                    job.timer?.cancel()
+                    return .run(job.run)
+                case .wake(let sleeper, let granted):
+                    return .wake(sleeper.semaphore, granted: granted)
+                case .fail, .none:
+                    return .nothing
+                }
             }
-            return .none
+            return .nothing
         }
-        if case .run(let job) = action { job.timer?.cancel() }
-        return action
     }
+}
+
+/// What `_WaitList.nextReady` found to serve: only what the releasing thread needs, so that the
+/// job's other closures (which may belong to a suspended caller's frame) go with the line's copy.
+enum _Served<State> {
+    case nothing
+    /// An awaited or asynchronous access's body, to run now with the state held.
+    case run(_WaitingJob<State>.Run)
+    /// A blocked thread to wake once the state is released; `granted` if it was promised the state.
+    case wake(DispatchSemaphore, granted: Bool)
 }
 
 // MARK: - Awaited and asynchronous accesses
@@ -181,35 +198,38 @@ extension _WaitList {
     /// meanwhile, or observes an instance that went away, it fails instead (and must not be
     /// submitted).
     func arrive(_ id: _WaiterID, _ job: _WaitingJob<State>) -> Bool {
-        let action = _mutate { $0.jobArrives(id, job) }
-        _carryOut(action)
-        if case .fail = action { return false }
-        return true
+        let failure = _mutate { line in Self._failure(line.jobArrives(id, job)) }
+        guard let failure else { return true }
+        failure()
+        return false
     }
 
     /// Looks at an access whose turn came, with the state held exclusively: if its condition
     /// holds, returns its body to run now; otherwise it joins the list. Returns nil too if it
     /// ended meanwhile.
     func check(_ id: _WaiterID, _ state: UnsafeMutablePointer<State>) -> _WaitingJob<State>.Run? {
-        let action = _mutate { line -> Action in
-            guard let job = line.jobInTurn(id) else { return line.jobLooked(id, conditionHolds: false) }
-            return line.jobLooked(id, conditionHolds: job.condition(state.pointee))
+        let (run, failure) = _mutate { line -> (_WaitingJob<State>.Run?, (@Sendable () -> Void)?) in
+            let holds = line.jobInTurn(id).map { $0.condition(state.pointee) } ?? false
+            let action = line.jobLooked(id, conditionHolds: holds)
+            guard case .run(let job) = action else { return (nil, Self._failure(action)) }
+            job.timer?.cancel()
+            return (job.run, nil)
         }
-        _carryOut(action)
-        guard case .run(let job) = action else { return nil }
-        return job.run
+        failure?()
+        return run
     }
 
     /// Ends an access that hasn't run, wherever it is, for `failure`; does nothing if it ran or
     /// ended already.
-    func end(_ id: _WaiterID, _ failure: _WaitFailure, timeout: (_TimeLimit, label: String)? = nil) {
-        _carryOut(_mutate { $0.jobEnds(id, failure) }, timeout: timeout)
+    func end(_ id: _WaiterID, _ failure: _WaitFailure) {
+        _mutate { line in Self._failure(line.jobEnds(id, failure)) }?()
     }
 
     /// Ends every observer waiting, and every one to come, with `_ObservationEnded`: the public
     /// instance went away, so no access will change the state again.
     func endObservations() {
-        for job in _mutate({ $0.endObservations() }) { _carryOut(.fail(job, .observationEnded)) }
+        let failures = _mutate { line in line.endObservations().map { Self._failure(.fail($0, .observationEnded)) } }
+        for failure in failures { failure?() }
     }
 
     /// Whether the public instance went away (a quick look; `arrive` and `check` decide under the
@@ -218,44 +238,41 @@ extension _WaitList {
 
     /// Ends every access still waiting with `CancellationError`; called when the engine goes away.
     func endAll() {
-        for job in _mutate({ $0.endJobs() }) { _carryOut(.fail(job, .cancelled)) }
+        let failures = _mutate { line in line.endJobs().map { Self._failure(.fail($0, .cancelled)) } }
+        for failure in failures { failure?() }
     }
 
     /// Starts a timer that ends the access `id` when `limit` passes, with the `TimeoutError` for
     /// what it still waits for: the state if it hasn't looked at it yet, its condition if it has.
-    func startTimer(for id: _WaiterID, _ limit: _TimeLimit, label: String) -> any DispatchSourceTimer {
+    func startTimer(for id: _WaiterID, _ limit: _TimeLimit, label: String) -> _JobTimer {
         let timer = DispatchSource.makeTimerSource(queue: _timerQueue)
         timer.schedule(deadline: limit.deadline.dispatchTime)
-        timer.setEventHandler { [weak self] in
-            self?.end(id, .timedOut(conditionFalse: false), timeout: (limit, label))
-        }
+        timer.setEventHandler { [weak self] in self?.end(id, .timedOut(conditionFalse: false)) }
         // Active before anything can cancel it: libdispatch must not release an inactive source.
         timer.activate()
-        return timer
+        return _JobTimer(source: timer, limit: limit, label: label)
     }
 
-    /// Carries out what a job's transition decided, outside the lock: a failure is delivered (and
-    /// the job's timer stopped); a job to run has its timer stopped, and is run by the caller.
-    private func _carryOut(_ action: Action, timeout: (_TimeLimit, label: String)? = nil) {
-        switch action {
-        case .fail(let job, let failure):
-            job.timer?.cancel()
-            job.fail(failure.error(timeout: timeout))
-        case .run(let job):
-            job.timer?.cancel()
-        case .none, .wake:
-            break
-        }
+    /// What a job's failure leaves to do once the lock is let go: deliver its error. Made under
+    /// the lock, where the job is dropped: the delivery holds the job's `fail` and nothing else,
+    /// since the job's condition and body may belong to the frame of a caller that the delivery
+    /// lets go on (an awaited access's closures, made escaping only while it waits).
+    private static func _failure(_ action: Action) -> (@Sendable () -> Void)? {
+        guard case .fail(let job, let failure) = action else { return nil }
+        job.timer?.cancel()
+        let fail = job.fail
+        let error = failure.error(job.timer)
+        return { fail(error) }
     }
 }
 
 extension _WaitFailure {
-    /// The error the job hears.
-    func error(timeout: (_TimeLimit, label: String)?) -> any Error {
+    /// The error the job hears, for a job whose time limit (if any) `timer` keeps.
+    func error(_ timer: _JobTimer?) -> any Error {
         switch self {
         case .timedOut(let conditionFalse):
-            guard let (limit, label) = timeout else { return CancellationError() }
-            return limit.error(on: label, waitingFor: conditionFalse ? .conditionFalse : .stateHeld)
+            guard let timer else { return CancellationError() }  // only a job's timer ends it for time
+            return timer.limit.error(on: timer.label, waitingFor: conditionFalse ? .conditionFalse : .stateHeld)
         case .cancelled:
             return CancellationError()
         case .observationEnded:

@@ -28,10 +28,7 @@ struct _Sleeper<State>: @unchecked Sendable {
 
 /// What the wait line carries for an awaited or submitted access: its condition, what it runs
 /// once its condition holds, what it delivers if it fails instead, and the timer of its limit.
-struct _WaitingJob<State>: @unchecked Sendable {
-    // @unchecked: the closures are Sendable; the timer is only cancelled, which libdispatch allows
-    // from any thread.
-
+struct _WaitingJob<State>: Sendable {
     /// What the access runs with the state held, posting what it delivers.
     typealias Run = @Sendable (inout sending State, inout Outbox) -> Void
 
@@ -39,5 +36,17 @@ struct _WaitingJob<State>: @unchecked Sendable {
     let run: Run
     let fail: @Sendable (any Error) -> Void
     /// Ends the access with a `TimeoutError` when its limit passes; stopped when it leaves.
-    let timer: (any DispatchSourceTimer)?
+    let timer: _JobTimer?
+}
+
+/// An access's time limit: the timer that ends the access when it passes, and what its
+/// `TimeoutError` says.
+struct _JobTimer: @unchecked Sendable {
+    // @unchecked: the source is only cancelled, which libdispatch allows from any thread.
+
+    let source: any DispatchSourceTimer
+    let limit: _TimeLimit
+    let label: String
+
+    func cancel() { source.cancel() }
 }
