@@ -153,24 +153,29 @@ final class _WaitList<State>: @unchecked Sendable {
         _ state: UnsafeMutablePointer<State>, mayWake: Bool, skipping joiner: _WaiterID?
     ) -> _Served<State> {
         _mutate { line -> _Served<State> in
+            var ready: _WaiterID?
             for candidate in line.candidates(mayWake: mayWake, skipping: joiner) {
                 let holds: Bool
                 switch candidate.entry {
                 case .job(let job, _): holds = job.condition(state.pointee)
                 case .thread(let sleeper, _, _): holds = sleeper.condition(state.pointee)
                 }
-                guard holds else { continue }
-                switch line.serve(candidate.id) {
-                case .run(let job):
-                    job.timer?.cancel()
-                    return .run(job.run)
-                case .wake(let sleeper, let granted):
-                    return .wake(sleeper.semaphore, granted: granted)
-                case .fail, .none:
-                    return .nothing
+                if holds {
+                    ready = candidate.id
+                    break
                 }
             }
-            return .nothing
+            // Served once the look is over, so that the line's entries aren't copied to change one.
+            guard let ready else { return .nothing }
+            switch line.serve(ready) {
+            case .run(let job):
+                job.timer?.cancel()
+                return .run(job.run)
+            case .wake(let sleeper, let granted):
+                return .wake(sleeper.semaphore, granted: granted)
+            case .fail, .none:
+                return .nothing
+            }
         }
     }
 }
