@@ -242,6 +242,18 @@ public final class Flag: @unchecked Sendable {
         _condition.unlock()
     }
     public var isRaised: Bool { _raised.load(ordering: .sequentiallyConsistent) }
+    /// Sleeps until raised; returns false once the shared pool has run for `limit` without it
+    /// (`QueueTime`): for a helper thread that waits for a test's task, which a pool held by
+    /// the suite's CPU-bound tests (under ThreadSanitizer, for minutes) can keep from running.
+    @discardableResult
+    public func wait(whileThePoolRunsFor limit: Duration) -> Bool {
+        let poolTime = QueueTime(of: .global())
+        while !wait(timeout: QueueTime.interval) {
+            guard poolTime.elapsed < limit else { return false }
+        }
+        return true
+    }
+
     /// Sleeps until raised; returns false after `timeout` (long: see `spin(until:timeout:)`).
     @discardableResult
     public func wait(timeout: Duration = workloadPatience) -> Bool {
@@ -398,11 +410,7 @@ public func awaitSuspends(
     onNewThread {
         hold {
             inside.raise()
-            let poolTime = QueueTime(of: .global())
-            while !otherTaskRan.wait(timeout: QueueTime.interval) {
-                guard poolTime.elapsed < patience else { return }
-            }
-            holderSawIt.raise()
+            if otherTaskRan.wait(whileThePoolRunsFor: patience) { holderSawIt.raise() }
         }
     }
     // Polled on the main actor, so that nothing has to hop back to it once the holder is inside.

@@ -176,7 +176,7 @@ struct TimeoutTests {
         onNewThread {
             timed.hold {
                 entered.raise()
-                holderSawIt.record(waiterDone.wait(timeout: workloadPatience))  // however busy the machine
+                holderSawIt.record(waiterDone.wait(whileThePoolRunsFor: workloadPatience))  // however busy
             }
             holderLeft.arrive()
         }
@@ -211,7 +211,7 @@ struct TimeoutTests {
         onNewThread {
             index.read { _ in
                 entered.raise()
-                leave.wait(timeout: workloadPatience)
+                leave.wait(whileThePoolRunsFor: workloadPatience)
             }
             holderLeft.arrive()
         }

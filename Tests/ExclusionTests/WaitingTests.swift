@@ -191,7 +191,7 @@ private func whileAnotherThreadIsInside(
         hold {
             entered.raise()
             // Until the check is done, however long that takes on a busy machine.
-            _ = leave.wait(timeout: workloadPatience)
+            _ = leave.wait(whileThePoolRunsFor: workloadPatience)
         }
     }
     #expect(await eventually { entered.isRaised })
