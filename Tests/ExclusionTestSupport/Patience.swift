@@ -80,15 +80,17 @@ final class OneResumption<Value: Sendable>: @unchecked Sendable {
         }
     }
 
-    /// Starts a limit on time in which `queue` ran: `GaveUp` once `QueueTime` counts `limit`,
-    /// looked at on the watchdog's queue. Time in which the queue got no thread doesn't count.
-    func giveUp(afterTimeRunOn queue: DispatchQueue, limit: Duration, _ what: String, _ sourceLocation: SourceLocation)
-    {
-        let time = QueueTime(of: queue)
+    /// Starts a limit on time in which every one of `queues` ran: `GaveUp` once `QueueTime`
+    /// counts `limit` for each, looked at on the watchdog's queue. Time in which one of them got
+    /// no thread doesn't count.
+    func giveUp(
+        afterTimeRunOn queues: [DispatchQueue], limit: Duration, _ what: String, _ sourceLocation: SourceLocation
+    ) {
+        let times = queues.map { QueueTime(of: $0) }
         @Sendable func look() {
             watchdog.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds(QueueTime.interval)))) {
                 guard self.isPending else { return }
-                if time.elapsed >= limit {
+                if times.allSatisfy({ $0.elapsed >= limit }) {
                     self.resume(with: .failure(GaveUp(what: what, sourceLocation: sourceLocation, limit: limit)))
                 } else {
                     look()

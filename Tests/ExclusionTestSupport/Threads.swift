@@ -487,10 +487,11 @@ extension Task {
 /// there, and awaits it for `limit` at most: past that, cancels it, records an issue and returns
 /// nil.
 ///
-/// The limit counts only time in which the main queue ran: in a test process on Linux the main
-/// thread parks in `dispatchMain()`, and the main queue is drained by the threads of the shared
-/// pool, which the suite's CPU-bound tests can hold for minutes (under ThreadSanitizer). A loop
-/// that a lost wake-up left waiting still fails after `limit` of a main queue free to run it.
+/// The limit counts only time in which the main queue and the shared pool both ran: in a test
+/// process on Linux the main thread parks in `dispatchMain()`, and the main queue is drained by
+/// the threads of the shared pool, which the suite's CPU-bound tests can hold for minutes (under
+/// ThreadSanitizer); and a loop on the main actor may await steps that run on the pool. A loop
+/// that a lost wake-up left waiting still fails after `limit` of both free to run it.
 public func onTheMainActor<R: Sendable>(
     limit: Duration = patience, sourceLocation: SourceLocation = #_sourceLocation,
     _ body: @escaping @MainActor @Sendable () async -> R
@@ -500,7 +501,9 @@ public func onTheMainActor<R: Sendable>(
         let outcome = try await withCheckedThrowingContinuation {
             (continuation: CheckedContinuation<Result<R, Never>, any Error>) in
             let resumption = OneResumption(continuation)
-            resumption.giveUp(afterTimeRunOn: .main, limit: limit, "a task on the main actor to end", sourceLocation)
+            // Both: a loop on the main actor may await a sequence whose steps run on the pool.
+            resumption.giveUp(
+                afterTimeRunOn: [.main, .global()], limit: limit, "a task on the main actor to end", sourceLocation)
             Task<Void, Never>(executorPreference: ThreadPerJob.shared) {
                 resumption.resume(with: .success(await task.result))
             }

@@ -1,3 +1,4 @@
+import ExclusionTestSupport
 import Testing
 
 @testable import Exclusion
@@ -9,33 +10,39 @@ import Testing
 
 @Suite("The wait line, every short sequence of events")
 struct WaitLineTests {
-    @Test func atMostOneThreadIsPromisedTheState() {
-        let found = WaitLineExploration.shared.violations(of: .oneGrantee)
+    @Test func atMostOneThreadIsPromisedTheState() async throws {
+        let found = try await exploration().violations(of: .oneGrantee)
         #expect(found.isEmpty, "\(found.prefix(3).joined(separator: "\n"))")
     }
 
-    @Test func nobodyIsWokenOrEndedTwice() {
-        let found = WaitLineExploration.shared.violations(of: .onceEach)
+    @Test func nobodyIsWokenOrEndedTwice() async throws {
+        let found = try await exploration().violations(of: .onceEach)
         #expect(found.isEmpty, "\(found.prefix(3).joined(separator: "\n"))")
     }
 
-    @Test func nobodySleepsOnWhileTheLineIsFreeAndTheirConditionHolds() {
-        let found = WaitLineExploration.shared.violations(of: .noneLeftAsleep)
+    @Test func nobodySleepsOnWhileTheLineIsFreeAndTheirConditionHolds() async throws {
+        let found = try await exploration().violations(of: .noneLeftAsleep)
         #expect(found.isEmpty, "\(found.prefix(3).joined(separator: "\n"))")
     }
 
-    @Test func waitersWhoseConditionsHoldAreServedInTheOrderTheyCame() {
-        let found = WaitLineExploration.shared.violations(of: .firstComeFirstServed)
+    @Test func waitersWhoseConditionsHoldAreServedInTheOrderTheyCame() async throws {
+        let found = try await exploration().violations(of: .firstComeFirstServed)
         #expect(found.isEmpty, "\(found.prefix(3).joined(separator: "\n"))")
     }
 
-    @Test func theExplorationReachesGrantsTimeoutsAndCancellations() {
-        let exploration = WaitLineExploration.shared
+    @Test func theExplorationReachesGrantsTimeoutsAndCancellations() async throws {
+        let exploration = try await exploration()
         #expect(exploration.grantsMade > 0)
         #expect(exploration.grantsTakenUp > 0)
         #expect(exploration.threadsTimedOut > 0)
         #expect(exploration.jobsFailed > 0)
         #expect(exploration.statesSeen > 1_000)
+    }
+
+    /// The exploration, made once, off the shared pool: it keeps a processor busy for a second or
+    /// two (minutes under ThreadSanitizer), which the pool's other tests would wait out.
+    private func exploration() async throws -> WaitLineExploration {
+        try await within(workloadPatience, "the wait line's exploration") { WaitLineExploration.shared }
     }
 
     // MARK: - What the exploration leaves out
