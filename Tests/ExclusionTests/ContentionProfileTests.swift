@@ -355,7 +355,8 @@ struct ContentionProfileTests {
         _ = try await holder.value()
         _ = try await blocked.value()
         let waiter = BlockingCall { _ = try? condition.access(when: { $0 > 0 }) { $0 += 1 } }
-        #expect(await eventually { condition._engine._waitList.waiting == 1 })
+        // In line, and the state let go of: the access below must not wait for the lock.
+        #expect(await eventually { condition._engine._waitList.waiting == 1 && !condition.isAccessing })
         await condition.access { $0 = 1 }
         _ = try await waiter.value()
         let report = profile.stop()
