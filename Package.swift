@@ -88,7 +88,8 @@ let package = Package(
         .target(name: "ToolTesting", dependencies: ["ExclusionTestSupport"], path: "Tests/ToolTesting"),
         // Threads started together, flags, barriers: one copy for every test target.
         .target(
-            name: "ExclusionTestSupport", dependencies: ["Exclusion"], path: "Tests/ExclusionTestSupport",
+            name: "ExclusionTestSupport", dependencies: ["Exclusion", "ExclusionTesting"],
+            path: "Tests/ExclusionTestSupport",
             swiftSettings: testSettings
         ),
         // What the lock's tests read about a lock, and its broken variant, out of the shipped header.

@@ -8,7 +8,7 @@ import Testing
 
 /// Thousands of short concurrent histories of every bank operation, in both configurations, each
 /// checked against `BankModel`; and a bank whose transfer takes two accesses, which must be caught.
-@Suite("Bank linearizability", .patientTimeLimit(minutes: 10))
+@Suite("Bank linearizability", .onThreadsOfItsOwn, .patientTimeLimit(minutes: 10))
 struct BankLinearizabilityTests {
     static let notifications = DispatchQueue(label: "bank linearizability notifications")
     static let foreignAccount = try! Bank(notificationQueue: notifications).openAccount()
@@ -75,7 +75,7 @@ struct BankLinearizabilityTests {
 
     @Test func aTransferInTwoAccessesIsCaught() async {
         let model = BankModel()
-        let report = await ScenarioRunner(model: model, histories: .max, timeLimit: .seconds(60)).run(
+        let report = await bugCatchingRunner(model).run(
             setUp: { model.makeBank(.serial, notifyingOn: Self.notifications) },
             inputs: Self.generate,
             perform: { bank, input in

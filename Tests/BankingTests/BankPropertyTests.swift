@@ -8,7 +8,7 @@ import Testing
 /// Random single-threaded sequences of bank operations, replayed on a real `Bank` and on
 /// `BankModel` side by side: every output must match, refusals included, and a refusal must leave
 /// the bank exactly as it was. A failure prints the seed to replay and the shrunk sequence.
-@Suite("Bank properties", .patientTimeLimit(minutes: 10))
+@Suite("Bank properties", .onThreadsOfItsOwn, .patientTimeLimit(minutes: 10))
 struct BankPropertyTests {
     static let notifications = DispatchQueue(label: "bank property notifications")
     static let foreignAccount = try! Bank(notificationQueue: notifications).openAccount()

@@ -9,7 +9,7 @@ import Testing
 /// The Bank under `ScheduleExplorer`: every schedule of two threads of two operations, with at
 /// most two preemptions, in both configurations; and the transfer in two accesses, found by a
 /// schedule with one preemption (the `ScenarioRunner` test of it may need a minute of histories).
-@Suite("Bank schedules", .patientTimeLimit(minutes: 10))
+@Suite("Bank schedules", .onThreadsOfItsOwn, .patientTimeLimit(minutes: 10))
 struct BankScheduleTests {
     private static let explorer = ScheduleExplorer(
         model: BankModel(), threads: 2, operationsPerThread: 2...2, preemptionBound: 2, seed: 7)

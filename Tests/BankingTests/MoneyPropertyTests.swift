@@ -6,7 +6,7 @@ import Testing
 
 /// `Money`'s text form, checked on generated amounts and on text fuzzed from the characters that
 /// matter to the parser. A failure prints the seed to replay and the shrunk input.
-@Suite("Money properties", .patientTimeLimit(minutes: 10))
+@Suite("Money properties", .onThreadsOfItsOwn, .patientTimeLimit(minutes: 10))
 struct MoneyPropertyTests {
     @Test func printingThenParsingGivesTheSameAmount() async {
         await propertyCheck(count: 2_000, input: Gen.int64()) { cents in

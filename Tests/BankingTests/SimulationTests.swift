@@ -5,7 +5,7 @@ import Testing
 
 @testable import Banking
 
-@Suite("Simulation", .patientTimeLimit(minutes: 10))
+@Suite("Simulation", .onThreadsOfItsOwn, .patientTimeLimit(minutes: 10))
 struct SimulationTests {
     @Test(arguments: Simulation.ConcurrencyChoice.allCases, Bank.ChangeNotifications.allCases)
     func aSimulationPassesEveryCheck(

@@ -139,7 +139,7 @@ struct DocumentManagerModel: SequentialModel {
 
 /// Thousands of short concurrent histories of an in-memory `DocumentManager`, checked against the
 /// model; and a manager whose remove looks before it leaps, which must be caught.
-@Suite("DocumentManager linearizability", .patientTimeLimit(minutes: 10))
+@Suite("DocumentManager linearizability", .onThreadsOfItsOwn, .patientTimeLimit(minutes: 10))
 struct DocumentManagerLinearizabilityTests {
     @Test func everyOperationIsLinearizable() async {
         let report = await ScenarioRunner(model: DocumentManagerModel(), histories: 1_000).run(
@@ -151,7 +151,7 @@ struct DocumentManagerLinearizabilityTests {
     }
 
     @Test func aRemoveThatChecksInOneAccessAndRemovesInAnotherIsCaught() async {
-        let report = await ScenarioRunner(model: DocumentManagerModel(), histories: .max, timeLimit: .seconds(300)).run(
+        let report = await bugCatchingRunner(DocumentManagerModel()).run(
             setUp: { DocumentManager() },
             inputs: { generator in
                 // One name, saved and removed by three threads at once.

@@ -7,7 +7,7 @@ import Testing
 /// Document names fuzzed from the characters that matter to paths. A name is refused as
 /// `invalidName` exactly when it would not name one file directly inside the store: checked
 /// against an independent reading that resolves the name as a path.
-@Suite("Document name properties", .patientTimeLimit(minutes: 10))
+@Suite("Document name properties", .onThreadsOfItsOwn, .patientTimeLimit(minutes: 10))
 struct DocumentNamePropertyTests {
     /// Short names over path-significant characters, and names around the 255-byte limit.
     static let names = {

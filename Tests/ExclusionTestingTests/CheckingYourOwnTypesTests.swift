@@ -43,7 +43,7 @@ private struct BoxOfficeModel: SequentialModel {
     }
 }
 
-@Suite("Checking your own types (the article's example)", .patientTimeLimit(minutes: 10))
+@Suite("Checking your own types (the article's example)", .onThreadsOfItsOwn, .patientTimeLimit(minutes: 10))
 struct CheckingYourOwnTypesTests {
     private func run(broken: Bool) async -> ScenarioReport<BoxOfficeModel.Input, Int> {
         // A broken box office runs until caught: how soon depends on how the scheduler interleaves

@@ -450,7 +450,7 @@ func explore(
     }
 }
 
-@Suite("ScheduleExplorer on the classic bugs", .patientTimeLimit(minutes: 10))
+@Suite("ScheduleExplorer on the classic bugs", .onThreadsOfItsOwn, .patientTimeLimit(minutes: 10))
 struct ClassicBugsTests {
     @Test(arguments: classicBugs)
     func eachIsFoundAtTheSmallestBoundThatShowsIt(bug: ClassicBug) async throws {
@@ -503,7 +503,7 @@ struct ClassicBugsTests {
 /// The article's table of the classic bugs: for each form, the schedules run until the first
 /// failure at bounds 0, 1 and 2 ("passes, N" where all N pass), and the schedules every one of
 /// which the fix passes at bound 2.
-@Suite("The article's table of classic bugs", .patientTimeLimit(minutes: 10))
+@Suite("The article's table of classic bugs", .onThreadsOfItsOwn, .patientTimeLimit(minutes: 10))
 struct ClassicBugsTableTests {
     static let article = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -7,7 +7,7 @@ import Testing
 // The article "Exploring schedules", kept true: its example is the ledger of `Support/Ledger.swift`,
 // run as the article runs it, and what the article shows it print is what it prints.
 
-@Suite("Exploring schedules (the article's example)", .patientTimeLimit(minutes: 10))
+@Suite("Exploring schedules (the article's example)", .onThreadsOfItsOwn, .patientTimeLimit(minutes: 10))
 struct ExploringSchedulesArticleTests {
     /// The article's explorer.
     private let explorer = ScheduleExplorer(

@@ -38,7 +38,7 @@ private func op(
     HistoryOperation(thread: thread, input: input, output: output, call: call, return: returned)
 }
 
-@Suite("Linearizability checker", .patientTimeLimit(minutes: 10))
+@Suite("Linearizability checker", .onThreadsOfItsOwn, .patientTimeLimit(minutes: 10))
 struct LinearizabilityCheckerTests {
     let checker = LinearizabilityChecker(model: Register())
 

@@ -17,7 +17,7 @@ import Testing
 @Suite(
     "ScenarioRunner against ScheduleExplorer on the planted bugs (a measurement)",
     .enabled(if: ProcessInfo.processInfo.environment["EXCLUSION_MEASURE_SCENARIO_RUNNER"] != nil),
-    .serialized, .patientTimeLimit(minutes: 30))
+    .serialized, .onThreadsOfItsOwn, .patientTimeLimit(minutes: 30))
 struct ScenarioRunnerComparisonTests {
     private static let trials = 20
 

@@ -78,7 +78,7 @@ struct SwapRegisterModel: SequentialModel {
 
 /// Each primitive, run through thousands of short concurrent histories; and for each, a broken
 /// variant the same run must catch, which shows the run can fail.
-@Suite("Linearizability of the primitives", .patientTimeLimit(minutes: 10))
+@Suite("Linearizability of the primitives", .onThreadsOfItsOwn, .patientTimeLimit(minutes: 10))
 struct PrimitiveLinearizabilityTests {
     @Test func exclusiveIsALinearizableCounter() async {
         let report = await ScenarioRunner(model: CounterModel(), histories: 2_000).run(
@@ -99,7 +99,7 @@ struct PrimitiveLinearizabilityTests {
     }
 
     @Test func aCounterThatReadsAndWritesInTwoAccessesIsCaught() async {
-        let report = await ScenarioRunner(model: CounterModel(), histories: .max, timeLimit: .seconds(60)).run(
+        let report = await bugCatchingRunner(CounterModel()).run(
             setUp: { Exclusive(0, label: "broken counter") },
             inputs: CounterModel.generate,
             perform: { counter, input in
@@ -159,7 +159,7 @@ struct PrimitiveLinearizabilityTests {
     }
 
     @Test func aSwapThatReadsThenWritesIsCaught() async {
-        let report = await ScenarioRunner(model: SwapRegisterModel(), histories: .max, timeLimit: .seconds(60)).run(
+        let report = await bugCatchingRunner(SwapRegisterModel()).run(
             setUp: { ReadersWriter(0, label: "broken register") },
             inputs: { generator in
                 // Swaps only, so two of them can lose one's write between the read and the write.
@@ -175,7 +175,7 @@ struct PrimitiveLinearizabilityTests {
     }
 
     @Test func theReportShowsTheOperationsThatCannotBeOrdered() async {
-        let report = await ScenarioRunner(model: CounterModel(), histories: .max, timeLimit: .seconds(60)).run(
+        let report = await bugCatchingRunner(CounterModel()).run(
             setUp: { Exclusive(0) },
             inputs: { _ in .increment },
             perform: { counter, _ in

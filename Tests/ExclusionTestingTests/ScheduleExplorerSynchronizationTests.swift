@@ -7,7 +7,7 @@ import Testing
 
 /// Each of Exclusion's synchronization points, as the explorer sees it: conditional waits, reads,
 /// submitted work, awaited accesses; and what fails a schedule besides a history.
-@Suite("ScheduleExplorer at each synchronization point", .patientTimeLimit(minutes: 10))
+@Suite("ScheduleExplorer at each synchronization point", .onThreadsOfItsOwn, .patientTimeLimit(minutes: 10))
 struct ScheduleExplorerSynchronizationTests {
     @Test func aConditionalAccessWaitsForTheChangeThatMakesItsConditionHold() async throws {
         let explorer = ScheduleExplorer(model: QueueModel(), threads: 2, operationsPerThread: 1...2, seed: 3)

@@ -9,7 +9,7 @@ import Testing
 /// The search's order is fixed, so "found within N schedules" is a fact about the code, not luck:
 /// each bug is found in the first scenario of seed 7, by a schedule with one preemption (the
 /// fewest that fail), within the number of schedules its test states.
-@Suite("ScheduleExplorer finds the planted bugs", .patientTimeLimit(minutes: 10))
+@Suite("ScheduleExplorer finds the planted bugs", .onThreadsOfItsOwn, .patientTimeLimit(minutes: 10))
 struct ScheduleExplorerTests {
     @Test func aTransferThatChecksTheBalanceInOneAccessAndMovesTheMoneyInAnotherIsFound() async throws {
         let report = try await explore(

@@ -23,7 +23,7 @@ private enum Touch: Sendable, CustomStringConvertible {
 /// each instance's order of writes and what every read saw, still runs. Checked by running each
 /// scenario with the reduction and without it, for scenarios that share reads and writes over two
 /// or three instances, on two or three threads, at bounds 1 and 2.
-@Suite("ScheduleExplorer's reduction", .patientTimeLimit(minutes: 10))
+@Suite("ScheduleExplorer's reduction", .onThreadsOfItsOwn, .patientTimeLimit(minutes: 10))
 struct ScheduleReductionTests {
     /// The scenarios: made from a seed, so that they are the same every run.
     private static func scenarios() -> [(threads: [[Touch]], instances: Int)] {

@@ -5,7 +5,7 @@ import Synchronization
 import Testing
 
 /// Which schedules the explorer runs, and in which order.
-@Suite("ScheduleExplorer's search", .patientTimeLimit(minutes: 10))
+@Suite("ScheduleExplorer's search", .onThreadsOfItsOwn, .patientTimeLimit(minutes: 10))
 struct ScheduleSearchTests {
     @Test func theSameSeedRunsTheSameSchedulesInTheSameOrder() async throws {
         func accesses(seed: UInt64) async throws -> (schedules: Int, log: [String]) {

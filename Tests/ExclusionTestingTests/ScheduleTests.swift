@@ -5,7 +5,7 @@ import Foundation
 import Testing
 
 /// A failing schedule is a value that can be saved and replayed.
-@Suite("Schedule: saved and replayed", .patientTimeLimit(minutes: 10))
+@Suite("Schedule: saved and replayed", .onThreadsOfItsOwn, .patientTimeLimit(minutes: 10))
 struct ScheduleTests {
     private let explorer = plantedBugExplorer(TransferModel())
 

@@ -8,7 +8,7 @@ import Testing
 // invariants the engine relies on. Each test checks one invariant over one shared exploration;
 // Verification/audit.py plants a bug in the line for each and shows the test failing.
 
-@Suite("The wait line, every short sequence of events")
+@Suite("The wait line, every short sequence of events", .onThreadsOfItsOwn)
 struct WaitLineTests {
     @Test func atMostOneThreadIsPromisedTheState() async throws {
         let found = try await exploration().violations(of: .oneGrantee)

@@ -12,9 +12,9 @@ func expectLinearizable<Input, Output>(
 
 /// Expects a run of a deliberately broken object to have found a violation.
 ///
-/// Such runs are given many histories and a time limit of a minute: they stop at the first
-/// violation, which usually comes within a second, but how soon depends on the scheduler and on
-/// the other tests running at the same time.
+/// Such runs come from `bugCatchingRunner`: they stop at the first violation, which usually comes
+/// within a second, but how soon depends on the scheduler and on the other tests running at the
+/// same time.
 func expectViolation<Input, Output>(
     _ report: ScenarioReport<Input, Output>, _ what: String, sourceLocation: SourceLocation = #_sourceLocation
 ) {
