@@ -318,8 +318,8 @@ struct WaitingTests {
             }
         }
         let heard = Recorder<String>()
-        let job = _WaitingJob<Int>(
-            condition: { _ in true }, run: { _, _ in heard.record("ran") },
+        let job = _WaitingJob(
+            condition: { (_: Int) in true }, run: { (_: inout Int, _) in heard.record("ran") },
             fail: { error in heard.record((error as? TimeoutError).map { "timeout on \($0.label)" } ?? "\(error)") },
             timer: timer)
         #expect(fired)

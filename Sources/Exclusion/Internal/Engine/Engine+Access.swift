@@ -165,7 +165,7 @@ extension _Engine {
             case .nothing:
                 break serving
             case .run(let run):
-                run(&_state.pointee, &deliveries)
+                run(_state, &deliveries)
             case .wake(let semaphore, let granted):
                 woken = semaphore
                 if granted { break serving }  // promised: nothing else may change the state first

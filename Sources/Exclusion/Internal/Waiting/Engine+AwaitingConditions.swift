@@ -61,7 +61,7 @@ extension _Engine {
                 return await withTaskCancellationHandler {
                     await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<R, any Error>, Never>) in
                         let profile = !observer && _Contention.isOn ? _ConditionWaitStart() : nil
-                        let job = _WaitingJob<State>(
+                        let job = _WaitingJob(
                             condition: condition,
                             run: { state, deliveries in
                                 if let since = profile?.since { self._record(.condition, at: .none, since: since) }
@@ -90,7 +90,7 @@ extension _Engine {
     ) {
         checkBeforeNotWaiting(_CurrentThread(), .submitting, shared: false, attempting: attempted)
         let waiter = _waitList.expect()
-        let job = _WaitingJob<State>(
+        let job = _WaitingJob(
             condition: condition, run: _delivering(body, on: queue, to: completion),
             fail: { error in queue.async { completion(.failure(error)) } },
             timer: timeout.map { _waitList.startTimer(for: waiter, _TimeLimit($0), label: label) })
@@ -108,7 +108,7 @@ extension _Engine {
         guard let profile else {
             return _enqueue(
                 .closure(isShared: false) { deliveries in
-                    if let run = self._waitList.check(waiter, self._state) { run(&self._state.pointee, &deliveries) }
+                    if let run = self._waitList.check(waiter, self._state) { run(self._state, &deliveries) }
                 })
         }
         let start = _lockWaitBegins(at: .none)
@@ -117,7 +117,7 @@ extension _Engine {
                 self._releaseWork.profiledWaiterLeaves()
                 if let run = self._waitList.check(waiter, self._state) {
                     self._recordWait(.suspendedTask, at: .none, since: start)
-                    run(&self._state.pointee, &deliveries)
+                    run(self._state, &deliveries)
                 } else {
                     profile.since = start
                 }

@@ -127,7 +127,7 @@ extension _Engine {
         _ thread: _CurrentThread, until condition: @escaping @Sendable (State) -> Bool, limit: _TimeLimit?,
         file: StaticString, line: UInt, _ outbox: Outbox
     ) throws(TimeoutError) -> Outbox {
-        let sleeper = _Sleeper<State>(waitingFor: condition)
+        let sleeper = _Sleeper(waitingFor: condition)
         let waiter = _waitList.sleep(sleeper)
         // Others may need serving (the access ran what was submitted before it), but not this one.
         _serveWaitersAndUnlock(thread, outbox, skipping: waiter)

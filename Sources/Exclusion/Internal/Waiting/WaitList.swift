@@ -35,8 +35,8 @@ final class _WaitList<State>: @unchecked Sendable {
     // @unchecked: `_line` is only touched while `_lock` is held; the atomics are read without it,
     // as hints or with the orderings `_mutate` documents.
 
-    typealias Line = _WaitLine<_Sleeper<State>, _WaitingJob<State>>
-    typealias Action = _WaitAction<_Sleeper<State>, _WaitingJob<State>>
+    typealias Line = _WaitLine<_Sleeper, _WaitingJob>
+    typealias Action = _WaitAction<_Sleeper, _WaitingJob>
 
     let _lock = _Lock()
     private var _line = Line()
@@ -97,7 +97,7 @@ final class _WaitList<State>: @unchecked Sendable {
 
     /// Adds the calling thread, which found its condition false; call with the state held
     /// exclusively.
-    func sleep(_ sleeper: _Sleeper<State>) -> _WaiterID { _mutate { $0.threadSleeps(sleeper) } }
+    func sleep(_ sleeper: _Sleeper) -> _WaiterID { _mutate { $0.threadSleeps(sleeper) } }
 
     /// Called by a woken or granted thread that now holds the state: whether the promise it was
     /// granted (if any) is its own, which it now takes up.
@@ -151,14 +151,15 @@ final class _WaitList<State>: @unchecked Sendable {
     /// if `mayWake`; `joiner` is a thread that has just joined after finding its condition false.
     func nextReady(
         _ state: UnsafeMutablePointer<State>, mayWake: Bool, skipping joiner: _WaiterID?
-    ) -> _Served<State> {
-        _mutate { line -> _Served<State> in
+    ) -> _Served {
+        let state = UnsafeMutableRawPointer(state)
+        return _mutate { line -> _Served in
             var ready: _WaiterID?
             for candidate in line.candidates(mayWake: mayWake, skipping: joiner) {
                 let holds: Bool
                 switch candidate.entry {
-                case .job(let job, _): holds = job.condition(state.pointee)
-                case .thread(let sleeper, _, _): holds = sleeper.condition(state.pointee)
+                case .job(let job, _): holds = job.condition(state)
+                case .thread(let sleeper, _, _): holds = sleeper.condition(state)
                 }
                 if holds {
                     ready = candidate.id
@@ -182,10 +183,10 @@ final class _WaitList<State>: @unchecked Sendable {
 
 /// What `_WaitList.nextReady` found to serve: only what the releasing thread needs, so that the
 /// job's other closures (which may belong to a suspended caller's frame) go with the line's copy.
-enum _Served<State> {
+enum _Served {
     case nothing
     /// An awaited or asynchronous access's body, to run now with the state held.
-    case run(_WaitingJob<State>.Run)
+    case run(_WaitingJob.Run)
     /// A blocked thread to wake once the state is released; `granted` if it was promised the state.
     case wake(DispatchSemaphore, granted: Bool)
 }
@@ -202,7 +203,7 @@ extension _WaitList {
     /// The access is set up: whether it waits for its turn now. If it was cancelled or timed out
     /// meanwhile, or observes an instance that went away, it fails instead (and must not be
     /// submitted).
-    func arrive(_ id: _WaiterID, _ job: _WaitingJob<State>) -> Bool {
+    func arrive(_ id: _WaiterID, _ job: _WaitingJob) -> Bool {
         let failure = _mutate { line in Self._failure(line.jobArrives(id, job)) }
         guard let failure else { return true }
         failure()
@@ -212,9 +213,10 @@ extension _WaitList {
     /// Looks at an access whose turn came, with the state held exclusively: if its condition
     /// holds, returns its body to run now; otherwise it joins the list. Returns nil too if it
     /// ended meanwhile.
-    func check(_ id: _WaiterID, _ state: UnsafeMutablePointer<State>) -> _WaitingJob<State>.Run? {
-        let (run, failure) = _mutate { line -> (_WaitingJob<State>.Run?, (@Sendable () -> Void)?) in
-            let holds = line.jobInTurn(id).map { $0.condition(state.pointee) } ?? false
+    func check(_ id: _WaiterID, _ state: UnsafeMutablePointer<State>) -> _WaitingJob.Run? {
+        let state = UnsafeMutableRawPointer(state)
+        let (run, failure) = _mutate { line -> (_WaitingJob.Run?, (@Sendable () -> Void)?) in
+            let holds = line.jobInTurn(id).map { $0.condition(state) } ?? false
             let action = line.jobLooked(id, conditionHolds: holds)
             guard case .run(let job) = action else { return (nil, Self._failure(action)) }
             job.timer?.cancel()

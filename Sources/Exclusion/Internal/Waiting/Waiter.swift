@@ -9,18 +9,24 @@ import Musl
 #endif
 
 /// What the wait line carries for a blocked thread: its condition, and what wakes it.
-struct _Sleeper<State>: @unchecked Sendable {
+///
+/// Not generic over the state: the condition takes the state's address. So the wait line, which
+/// carries sleepers and jobs, is one concrete type that the compiler specializes, rather than code
+/// generic over every instance's state that looks up type metadata at each step, which made a
+/// sleeping waiter's wake-up measurably slower (Benchmarks/README.md, "Waiting").
+struct _Sleeper: @unchecked Sendable {
     // @unchecked: `condition` is called only by the thread holding the state, under the wait
     // list's lock; the semaphore is thread-safe; `thread` is an identifier.
 
-    let condition: (State) -> Bool
+    /// The condition, on the state at the address it is given.
+    let condition: (UnsafeMutableRawPointer) -> Bool
     let semaphore: DispatchSemaphore
     /// The thread, which accesses that back off for its grant lend their priority to.
     let thread: pthread_t
 
-    /// The calling thread's.
-    init(waitingFor condition: @escaping @Sendable (State) -> Bool) {
-        self.condition = condition
+    /// The calling thread's, waiting for `condition` on a `State`.
+    init<State>(waitingFor condition: @escaping @Sendable (State) -> Bool) {
+        self.condition = { state in condition(state.assumingMemoryBound(to: State.self).pointee) }
         semaphore = DispatchSemaphore(value: 0)
         thread = pthread_self()
     }
@@ -28,15 +34,41 @@ struct _Sleeper<State>: @unchecked Sendable {
 
 /// What the wait line carries for an awaited or submitted access: its condition, what it runs
 /// once its condition holds, what it delivers if it fails instead, and the timer of its limit.
-struct _WaitingJob<State>: Sendable {
-    /// What the access runs with the state held, posting what it delivers.
-    typealias Run = @Sendable (inout sending State, inout Outbox) -> Void
+/// Like `_Sleeper`, not generic: its closures take the state's address.
+struct _WaitingJob: Sendable {
+    /// What the access runs with the state (at the address it is given) held, posting what it
+    /// delivers.
+    typealias Run = @Sendable (UnsafeMutableRawPointer, inout Outbox) -> Void
 
-    let condition: @Sendable (State) -> Bool
+    let condition: @Sendable (UnsafeMutableRawPointer) -> Bool
     let run: Run
     let fail: @Sendable (any Error) -> Void
     /// Ends the access with a `TimeoutError` when its limit passes; stopped when it leaves.
     let timer: _JobTimer?
+
+    init<State>(
+        condition: @escaping @Sendable (State) -> Bool,
+        run: @escaping @Sendable (inout sending State, inout Outbox) -> Void,
+        fail: @escaping @Sendable (any Error) -> Void, timer: _JobTimer?
+    ) {
+        self.condition = { state in condition(state.assumingMemoryBound(to: State.self).pointee) }
+        self.run = { address, deliveries in
+            // The state is the engine's, held exclusively by the thread that runs this: sent to
+            // the body as the engine's own accesses send it.
+            let state = _HeldState(address.assumingMemoryBound(to: State.self))
+            run(&state.pointer.pointee, &deliveries)
+        }
+        self.fail = fail
+        self.timer = timer
+    }
+}
+
+/// The address of an engine's state, held exclusively by the thread that has it.
+private struct _HeldState<State>: @unchecked Sendable {
+    // @unchecked: made only by the thread that holds the state exclusively, for the body it runs.
+    let pointer: UnsafeMutablePointer<State>
+
+    init(_ pointer: UnsafeMutablePointer<State>) { self.pointer = pointer }
 }
 
 /// An access's time limit: the timer that ends the access when it passes, and what its
