@@ -110,7 +110,15 @@ public func onADedicatedThread<R: Sendable>(_ body: sending @escaping () async t
 /// under ThreadSanitizer they hold them for minutes, while every other test's tasks, and the main
 /// queue that the pool drains, wait for one. On threads of their own they get their share of the
 /// processors from the system's scheduler, as every other thread does.
+///
+/// As many such tests run at once as the machine has cores; the others wait for their turn,
+/// suspended, before they start. Let all of them run at once and each gets a sliver of the
+/// processors, the pool's threads among them: every test, not only these, then runs many times
+/// slower than it would one after the other (under ThreadSanitizer beside busy loops, an
+/// exploration that waited for its turn on the pool in 30 minutes took 26).
 public struct ThreadsOfItsOwnTrait: SuiteTrait, TestTrait, TestScoping {
+    private static let turns = Turns(ProcessInfo.processInfo.activeProcessorCount)
+
     public var isRecursive: Bool { true }
 
     public func scopeProvider(for test: Test, testCase: Test.Case?) -> Self? {
@@ -120,6 +128,8 @@ public struct ThreadsOfItsOwnTrait: SuiteTrait, TestTrait, TestScoping {
     public func provideScope(
         for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
     ) async throws {
+        await Self.turns.take()
+        defer { Self.turns.giveBack() }
         let threads = DedicatedThread(
             count: ProcessInfo.processInfo.activeProcessorCount, name: "test: \(test.name)")
         defer { threads.finish() }
@@ -130,4 +140,43 @@ public struct ThreadsOfItsOwnTrait: SuiteTrait, TestTrait, TestScoping {
 extension Trait where Self == ThreadsOfItsOwnTrait {
     /// Runs each test on threads of its own, apart from the shared pool: see `ThreadsOfItsOwnTrait`.
     public static var onThreadsOfItsOwn: Self { Self() }
+}
+
+/// Turns for at most `count` holders at once; the others wait, suspended, in the order they came.
+private final class Turns: @unchecked Sendable {
+    // @unchecked: _free and _waiting are only touched while _lock is held (NSLock, not Mutex: see
+    // Threads.swift).
+    private let _lock = NSLock()
+    private var _free: Int
+    private var _waiting: [CheckedContinuation<Void, Never>] = []
+
+    init(_ count: Int) {
+        _free = count
+    }
+
+    func take() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            _lock.lock()
+            guard _free > 0 else {
+                _waiting.append(continuation)
+                _lock.unlock()
+                return
+            }
+            _free -= 1
+            _lock.unlock()
+            continuation.resume()
+        }
+    }
+
+    func giveBack() {
+        _lock.lock()
+        guard !_waiting.isEmpty else {
+            _free += 1
+            _lock.unlock()
+            return
+        }
+        let next = _waiting.removeFirst()
+        _lock.unlock()
+        next.resume()
+    }
 }

@@ -254,6 +254,16 @@ public final class Flag: @unchecked Sendable {
         return true
     }
 
+    /// Sleeps until raised, however long: for a helper thread that holds something until the test
+    /// lets go, where the test raises the flag on every path out (`defer`) and its time limit
+    /// bounds the whole. A limit here would run while the test's task waits for a thread, which a
+    /// busy machine can keep from it for many minutes.
+    public func waitUntilRaised() {
+        _condition.lock()
+        defer { _condition.unlock() }
+        while !isRaised { _condition.wait() }
+    }
+
     /// Sleeps until raised; returns false after `timeout` (long: see `spin(until:timeout:)`).
     @discardableResult
     public func wait(timeout: Duration = workloadPatience) -> Bool {

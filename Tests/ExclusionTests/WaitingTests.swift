@@ -187,16 +187,15 @@ private func whileAnotherThreadIsInside(
 ) async {
     let entered = Flag()
     let leave = Flag()
+    defer { leave.raise() }
     onNewThread {
         hold {
             entered.raise()
-            // Until the check is done, however long that takes on a busy machine.
-            _ = leave.wait(whileThePoolRunsFor: workloadPatience)
+            leave.waitUntilRaised()  // until the check is done, however long that takes
         }
     }
     #expect(await eventually { entered.isRaised })
     await check()
-    leave.raise()
 }
 
 extension Result {
