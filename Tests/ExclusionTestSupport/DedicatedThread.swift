@@ -112,10 +112,10 @@ public func onADedicatedThread<R: Sendable>(_ body: sending @escaping () async t
 /// processors from the system's scheduler, as every other thread does.
 ///
 /// As many such tests run at once as the machine has cores; the others wait for their turn,
-/// suspended, before they start. Let all of them run at once and each gets a sliver of the
-/// processors, the pool's threads among them: every test, not only these, then runs many times
-/// slower than it would one after the other (under ThreadSanitizer beside busy loops, an
-/// exploration that waited for its turn on the pool in 30 minutes took 26).
+/// suspended, before they start. Let all of them run at once and each thread gets a sliver of the
+/// processors, the pool's threads and the timers' among them: every test, not only these, then
+/// runs many times slower than it would one after the other, and limits fire late
+/// (Verification/README.md, "Under load").
 public struct ThreadsOfItsOwnTrait: SuiteTrait, TestTrait, TestScoping {
     private static let turns = Turns(ProcessInfo.processInfo.activeProcessorCount)
 
