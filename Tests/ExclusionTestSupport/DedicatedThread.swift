@@ -9,10 +9,9 @@ import Testing
 /// limits that run on them. Here it holds only its own thread. And a consumer that must get going
 /// (to take a first value, to start waiting) gets a thread at once, however busy the pool is.
 public final class DedicatedThread: TaskExecutor, @unchecked Sendable {
-    // @unchecked: _jobs, _next and _finished are only touched while _condition is locked.
+    // @unchecked: _jobs and _finished are only touched while _condition is locked.
     private let _condition = NSCondition()
     private var _jobs: [UnownedJob] = []
-    private var _next = 0
     private var _finished = false
 
     /// Starts `count` threads, which take the jobs enqueued here in turn.
@@ -61,17 +60,12 @@ public final class DedicatedThread: TaskExecutor, @unchecked Sendable {
         defer { Thread.current.threadDictionary[Self.currentKey] = nil }
         while true {
             _condition.lock()
-            while _next == _jobs.count && !_finished { _condition.wait() }
-            if _next == _jobs.count {
+            while _jobs.isEmpty && !_finished { _condition.wait() }
+            if _jobs.isEmpty {
                 _condition.unlock()
                 return
             }
-            let job = _jobs[_next]
-            _next += 1
-            if _next == _jobs.count {
-                _jobs.removeAll(keepingCapacity: true)
-                _next = 0
-            }
+            let job = _jobs.removeFirst()
             _condition.unlock()
             job.runSynchronously(on: asUnownedTaskExecutor())
         }

@@ -26,7 +26,7 @@ struct _Sleeper: @unchecked Sendable {
 
     /// The calling thread's, waiting for `condition` on a `State`.
     init<State>(waitingFor condition: @escaping @Sendable (State) -> Bool) {
-        self.condition = { state in condition(state.assumingMemoryBound(to: State.self).pointee) }
+        self.condition = _atAddress(condition)
         semaphore = DispatchSemaphore(value: 0)
         thread = pthread_self()
     }
@@ -51,7 +51,7 @@ struct _WaitingJob: Sendable {
         run: @escaping @Sendable (inout sending State, inout Outbox) -> Void,
         fail: @escaping @Sendable (any Error) -> Void, timer: _JobTimer?
     ) {
-        self.condition = { state in condition(state.assumingMemoryBound(to: State.self).pointee) }
+        self.condition = _atAddress(condition)
         self.run = { address, deliveries in
             // The state is the engine's, held exclusively by the thread that runs this: sent to
             // the body as the engine's own accesses send it.
@@ -61,6 +61,13 @@ struct _WaitingJob: Sendable {
         self.fail = fail
         self.timer = timer
     }
+}
+
+/// `condition`, made to take the address of the state it looks at.
+private func _atAddress<State>(
+    _ condition: @escaping @Sendable (State) -> Bool
+) -> @Sendable (UnsafeMutableRawPointer) -> Bool {
+    { state in condition(state.assumingMemoryBound(to: State.self).pointee) }
 }
 
 /// The address of an engine's state, held exclusively by the thread that has it.
