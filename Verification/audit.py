@@ -171,6 +171,13 @@ PLANTS = {
         "let outcome = execute(programs(explorer.seed, schedule.scenario), &chooser)",
         ["ScheduleTests"],
     ),
+    "runtime-measures-global-queue": (
+        "the tests' measure of the pool's time beats on dispatch's global queue, which runs while the pool is held",
+        "Tests/ExclusionTestSupport/Patience.swift",
+        "self.init { beat in Task.detached(priority: priority) { beat() } }",
+        "self.init { beat in DispatchQueue.global().async(execute: beat) }",
+        ["RunTimeTests"],
+    ),
 }
 
 

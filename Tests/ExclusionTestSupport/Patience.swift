@@ -80,15 +80,14 @@ final class OneResumption<Value: Sendable>: @unchecked Sendable {
         }
     }
 
-    /// Starts a limit on time in which every one of `queues` ran: `GaveUp` once `QueueTime`
-    /// counts `limit` for each, looked at on the watchdog's queue. Time in which one of them got
-    /// no thread doesn't count.
+    /// Starts a limit on time in which every one of `times` ran: `GaveUp` once each has counted
+    /// `limit`, looked at on the watchdog's queue. Time in which one of them got no thread doesn't
+    /// count.
     func giveUp(
-        afterTimeRunOn queues: [DispatchQueue], limit: Duration, _ what: String, _ sourceLocation: SourceLocation
+        afterEachRuns times: [RunTime], limit: Duration, _ what: String, _ sourceLocation: SourceLocation
     ) {
-        let times = queues.map { QueueTime(of: $0) }
         @Sendable func look() {
-            watchdog.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds(QueueTime.interval)))) {
+            watchdog.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds(RunTime.interval)))) {
                 guard self.isPending else { return }
                 if times.allSatisfy({ $0.elapsed >= limit }) {
                     self.resume(with: .failure(GaveUp(what: what, sourceLocation: sourceLocation, limit: limit)))
@@ -125,35 +124,56 @@ final class OneResumption<Value: Sendable>: @unchecked Sendable {
     }
 }
 
-/// Time in which a queue ran, as far as a test needs it for a limit: a beat is posted to the
-/// queue every few milliseconds, each once the one before has run, and each beat that ran counts
-/// as that interval. A queue that got no thread for a minute counts one beat for it.
+/// Time in which a queue, or the shared pool of Swift tasks, ran, as far as a test needs it for a
+/// limit: a beat is posted every few milliseconds, each once the one before has run, and each beat
+/// that ran counts as that interval. A queue that got no thread for a minute counts one beat for it.
 ///
-/// For limits on waits that need a queue of the shared pool, or the main queue: in a test process
-/// on Linux the main thread parks in `dispatchMain()`, and both are drained by the pool's threads,
-/// which the suite's CPU-bound tests can hold for minutes (under ThreadSanitizer). A wait that
-/// never ends still fails once the queue has been free to end it for the limit.
+/// For limits on waits that need the shared pool, or the main queue: in a test process on Linux the
+/// main thread parks in `dispatchMain()`, and the main queue is drained by dispatch's threads; on a
+/// busy machine, or while the suite's CPU-bound tests hold the pool (under ThreadSanitizer), either
+/// can go without a thread for minutes. A wait that never ends still fails once what it needs has
+/// been free to end it for the limit.
+///
+/// The pool is measured by tasks, never by `DispatchQueue.global()`: on Linux dispatch gives the
+/// global queues a thread of their own once their threads have been busy for a while, and the
+/// pool's tasks get none (`RunTimeTests` shows both).
 ///
 /// It beats for as long as it exists.
-final class QueueTime: Sendable {
-    static let interval = Duration.milliseconds(20)
+public final class RunTime: Sendable {
+    public static let interval = Duration.milliseconds(20)
     private let beats = Atomic<Int>(0)
 
-    init(of queue: DispatchQueue) {
-        @Sendable func beat(_ time: QueueTime?) {
-            guard let time else { return }
-            time.beats.add(1, ordering: .relaxed)
-            watchdog.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds(Self.interval)))) { [weak time] in
-                queue.async { [weak time] in beat(time) }
+    /// Counts time in which `queue` ran.
+    public convenience init(of queue: DispatchQueue) {
+        self.init { beat in queue.async(execute: beat) }
+    }
+
+    /// Counts time in which the shared pool ran tasks of `priority` (the caller's by default).
+    public convenience init(ofThePoolAt priority: TaskPriority = Task.currentPriority) {
+        self.init { beat in Task.detached(priority: priority) { beat() } }
+    }
+
+    private init(posting post: @escaping @Sendable (_ beat: @escaping @Sendable () -> Void) -> Void) {
+        Self.beat(self, posting: post)
+    }
+
+    /// Posts `time`'s next beat once an interval has passed, holding it weakly: the beats end
+    /// with it.
+    private static func beat(
+        _ time: RunTime, posting post: @escaping @Sendable (_ beat: @escaping @Sendable () -> Void) -> Void
+    ) {
+        watchdog.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds(interval)))) { [weak time] in
+            guard time != nil else { return }
+            post { [weak time] in
+                guard let time else { return }
+                time.beats.add(1, ordering: .relaxed)
+                beat(time, posting: post)
             }
-        }
-        watchdog.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds(Self.interval)))) { [weak self] in
-            queue.async { [weak self] in beat(self) }
         }
     }
 
     /// The beats that ran, times their interval.
-    var elapsed: Duration { Self.interval * beats.load(ordering: .relaxed) }
+    public var elapsed: Duration { Self.interval * beats.load(ordering: .relaxed) }
 }
 
 /// `duration` in whole nanoseconds, saturating.

@@ -164,7 +164,7 @@ public func eventually(
 
 /// `eventually` for a condition on main-actor state: polled on the main actor, a few milliseconds
 /// apart, until it holds or the main actor has looked for `limit`. Only the pauses between looks
-/// count: time in which the main actor got no thread (see `QueueTime`) is no time it looked.
+/// count: time in which the main actor got no thread (see `RunTime`) is no time it looked.
 @MainActor
 public func eventuallyOnTheMainActor(
     for what: String = "its condition to hold", limit: Duration = patience,
@@ -242,14 +242,12 @@ public final class Flag: @unchecked Sendable {
         _condition.unlock()
     }
     public var isRaised: Bool { _raised.load(ordering: .sequentiallyConsistent) }
-    /// Sleeps until raised; returns false once the shared pool has run for `limit` without it
-    /// (`QueueTime`): for a helper thread that waits for a test's task, which a pool held by
-    /// the suite's CPU-bound tests (under ThreadSanitizer, for minutes) can keep from running.
+    /// Sleeps until raised; returns false once `time` has counted `limit` without it: for a helper
+    /// thread that waits for a test's task, which a busy pool can keep from running for minutes.
     @discardableResult
-    public func wait(whileThePoolRunsFor limit: Duration) -> Bool {
-        let poolTime = QueueTime(of: .global())
-        while !wait(timeout: QueueTime.interval) {
-            guard poolTime.elapsed < limit else { return false }
+    public func wait(until time: RunTime, counts limit: Duration) -> Bool {
+        while !wait(timeout: RunTime.interval) {
+            guard time.elapsed < limit else { return false }
         }
         return true
     }
@@ -406,9 +404,10 @@ public func drain(
 /// awaiting task is suspended: if `awaitAccess` blocks the main actor's thread, that task can't run
 /// until the holder gives up after `patience`, and the answer is false.
 ///
-/// The holder's `patience` counts time in which the shared pool ran (`QueueTime`), which drains
-/// the main queue in a Linux test process: a pool that busy tests hold for minutes runs neither
-/// task, and must not fail the test. A blocked main actor leaves the pool's other threads free.
+/// The holder's `patience` counts time in which the shared pool ran tasks of the caller's priority
+/// (`RunTime`): a pool that busy tests hold for minutes runs neither the awaiting task's access
+/// nor the other task, and must not fail the test; a main actor blocked by the access leaves the
+/// pool's threads free to count.
 @MainActor
 public func awaitSuspends(
     patience: Duration = ExclusionTestSupport.patience * 3, hold: @escaping @Sendable (_ inside: () -> Void) -> Void,
@@ -417,10 +416,11 @@ public func awaitSuspends(
     let inside = Flag()
     let otherTaskRan = Flag()
     let holderSawIt = Flag()
+    let poolTime = RunTime(ofThePoolAt: Task.currentPriority)
     onNewThread {
         hold {
             inside.raise()
-            if otherTaskRan.wait(whileThePoolRunsFor: patience) { holderSawIt.raise() }
+            if otherTaskRan.wait(until: poolTime, counts: patience) { holderSawIt.raise() }
         }
     }
     // Polled on the main actor, so that nothing has to hop back to it once the holder is inside.
@@ -507,13 +507,15 @@ public func onTheMainActor<R: Sendable>(
     _ body: @escaping @MainActor @Sendable () async -> R
 ) async -> R? {
     let task = Task { @MainActor in await body() }
+    let priority = Task.currentPriority
     do {
         let outcome = try await withCheckedThrowingContinuation {
             (continuation: CheckedContinuation<Result<R, Never>, any Error>) in
             let resumption = OneResumption(continuation)
             // Both: a loop on the main actor may await a sequence whose steps run on the pool.
             resumption.giveUp(
-                afterTimeRunOn: [.main, .global()], limit: limit, "a task on the main actor to end", sourceLocation)
+                afterEachRuns: [RunTime(of: .main), RunTime(ofThePoolAt: priority)], limit: limit,
+                "a task on the main actor to end", sourceLocation)
             Task<Void, Never>(executorPreference: ThreadPerJob.shared) {
                 resumption.resume(with: .success(await task.result))
             }
