@@ -109,7 +109,7 @@ inline unlock(i, t, ok) {
     fi
 }
 
-/* exclusion_lock_wait_until, by a thread whose deadline may pass (`expires`) or not. */
+/* exclusion_lock_sleep_until, by a thread whose deadline may pass (`expires`) or not. */
 inline lock_timed(i, expires, took, ok, timedout, counted) {
     try_lock(i, took);
     if

@@ -112,15 +112,8 @@ void exclusion_lock_wait(exclusion_lock *lock) {
     (void)wait_until(lock, 0, 1);
 }
 
-void exclusion_lock_wait_after_spinning(exclusion_lock *lock) {
-    if (!exclusion_lock_try(lock)) (void)wait_until(lock, 0, 0);
-}
-
-int exclusion_lock_wait_until(exclusion_lock *lock, uint64_t deadline) {
-    if (exclusion_lock_try(lock)) {
-        return 1;
-    }
-    return wait_until(lock, deadline == 0 ? 1 : deadline, 1);  // 0 means "none" inside
+int exclusion_lock_sleep_until(exclusion_lock *lock, uint64_t deadline) {
+    return exclusion_lock_try(lock) || wait_until(lock, deadline, 0);
 }
 
 void exclusion_lock_wake(exclusion_lock *lock) {

@@ -10,7 +10,11 @@ void exclusion_lock_init(exclusion_lock *lock) {
     lock->waking = 0;
 }
 
-int exclusion_lock_wait_until(exclusion_lock *lock, uint64_t deadline) {
+int exclusion_lock_sleep_until(exclusion_lock *lock, uint64_t deadline) {
+    if (deadline == 0) {
+        exclusion_system_lock_lock(&lock->system);
+        return 1;
+    }
     if (exclusion_lock_try(lock)) {
         return 1;
     }

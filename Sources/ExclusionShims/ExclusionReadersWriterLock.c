@@ -44,13 +44,6 @@ void exclusion_rwlock_destroy(exclusion_rwlock *lock) {
 
 // MARK: - Readers
 
-int exclusion_rwlock_read(exclusion_rwlock *lock, uint32_t thread) {
-    int ticket = exclusion_rwlock_read_quickly(lock, thread);
-    if (ticket >= 0) return ticket;
-    (void)exclusion_rwlock_read_underlying(lock, 0, 0);
-    return EXCLUSION_READ_SLOW;
-}
-
 int exclusion_rwlock_read_until(exclusion_rwlock *lock, uint32_t thread, uint64_t deadline) {
     int ticket = exclusion_rwlock_read_quickly(lock, thread);
     if (ticket >= 0) return ticket;
@@ -86,11 +79,6 @@ int exclusion_rwlock_write_revoke(exclusion_rwlock *lock, uint64_t deadline) {
         __atomic_store_n(&lock->bias_inhibited_until, end + (end - start) * 9, __ATOMIC_RELAXED);
     }
     return 1;
-}
-
-void exclusion_rwlock_write(exclusion_rwlock *lock) {
-    (void)exclusion_rwlock_write_begin(lock, 0);
-    (void)exclusion_rwlock_write_revoke(lock, 0);
 }
 
 int exclusion_rwlock_try_write(exclusion_rwlock *lock) {

@@ -33,11 +33,7 @@ static void restore_bias_if_due(exclusion_rwlock *lock) {
 
 /// `writers` by `deadline` (0: as long as it takes).
 static int take_writers(exclusion_rwlock *lock, uint64_t deadline) {
-    if (deadline == 0) {
-        exclusion_lock_lock(&lock->writers);
-        return 1;
-    }
-    return exclusion_lock_try(&lock->writers) || exclusion_lock_wait_until(&lock->writers, deadline);
+    return exclusion_lock_try(&lock->writers) || exclusion_lock_sleep_until(&lock->writers, deadline);
 }
 
 /// A slow-path reader counts itself in while it holds `writers`, which no writer then holds.

@@ -85,7 +85,7 @@ struct LockTests {
                     if thread < 2 {
                         lock.lock()
                     } else {
-                        precondition(lock.lock(before: _Deadline(after: .seconds(300))))
+                        precondition(lock.sleep(until: _Deadline(after: .seconds(300))))
                     }
                     let until = DispatchTime.now().uptimeNanoseconds + 2_000
                     while DispatchTime.now().uptimeNanoseconds < until { exclusion_spin_hint() }
@@ -101,7 +101,7 @@ struct LockTests {
         let lock = _Lock()
         defer { lock.destroy() }
         let holder = await Holder(lock)
-        let took = try await onItsOwnThread { lock.lock(before: _Deadline(after: .milliseconds(20))) }
+        let took = try await onItsOwnThread { lock.sleep(until: _Deadline(after: .milliseconds(20))) }
         #expect(!took)
         #expect(exclusion_lock_testing_waiters(lock._handle) == 0)
         await holder.release()
@@ -121,7 +121,7 @@ struct LockTests {
         let result = Recorder<Bool>()
         let finished = Countdown(1)
         onNewThread {
-            let took = lock.lock(before: _Deadline(after: .seconds(300)))
+            let took = lock.sleep(until: _Deadline(after: .seconds(300)))
             if took { lock.unlock() }
             result.record(took)
             finished.arrive()
@@ -140,7 +140,7 @@ struct LockTests {
         // switches away from the processor once or twice; polling (try, sleep a millisecond, try
         // again) would switch hundreds of times.
         let switches = try #require(
-            await switchesOfATimedWaiter { lock in lock.lock(before: _Deadline(after: .seconds(300))) })
+            await switchesOfATimedWaiter { lock in lock.sleep(until: _Deadline(after: .seconds(300))) })
         #expect(switches <= 3, "\(switches) context switches")
     }
 
@@ -334,7 +334,7 @@ private func sleepersWake(
                 if round < 0 { break }
                 started.store(round, ordering: .sequentiallyConsistent)
                 if withDeadline {
-                    precondition(lock.lock(before: _Deadline(after: .seconds(300))))
+                    precondition(lock.sleep(until: _Deadline(after: .seconds(300))))
                 } else {
                     lock.lock()
                 }

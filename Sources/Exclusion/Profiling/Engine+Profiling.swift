@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A profiled wait that is over, taking over from the access called at `holder`.
 struct _PendingWait {
     let kind: ContentionReport.WaitKind
@@ -13,6 +15,9 @@ struct _PendingWait {
 // mutex profile charges the unlocker.
 extension _Engine {
     /// A profiled wait begins: for the lock (counted, so that the holder notes its site), or not.
+    /// For the lock, the engine's one wait (`_waitForLock`) begins it past the lock's spin (timing
+    /// and asking the holder cost a lock handed back and forth more than waits that short), and
+    /// ends it with `_profiledLockWaitEnds`.
     func _lockWaitBegins(at site: _Site, forTheLock: Bool = true) -> UInt64 {
         let start = _Contention.now()
         if forTheLock { _releaseWork.profiledWaiterArrives() }
@@ -20,13 +25,17 @@ extension _Engine {
         return start
     }
 
-    /// Takes the lock for an access called at `site`, timing the wait past the lock's spin (timing
-    /// and asking the holder cost a lock handed back and forth more than waits that short).
-    func _takeLockProfiled(at site: _Site, _ lock: () -> Void) {
-        if _lock.lockExclusiveBySpinning() { return }
-        let start = _lockWaitBegins(at: site)
-        lock()
-        _exclusiveWaitEnded(.blockedThread, at: site, since: start)
+    /// A profiled wait for the lock that began at `start` ends: holding the state (`took`),
+    /// exclusively or shared, or given up at its deadline, which is recorded too: it waited as long
+    /// as any.
+    func _profiledLockWaitEnds(at site: _Site, since start: UInt64, took: Bool, exclusively: Bool) {
+        if took, exclusively { return _exclusiveWaitEnded(.blockedThread, at: site, since: start) }
+        _releaseWork.profiledWaiterLeaves()
+        if took {
+            _recordWait(.blockedThread, at: site, since: start, exclusively: false)
+        } else {
+            _record(.blockedThread, at: site, since: start)
+        }
     }
 
     /// Ends a profiled wait of `kind` by an access called at `site` that began at `start`, now that
@@ -59,8 +68,8 @@ extension _Engine {
     /// The holder's call site, which an access that waited took the state over from; with
     /// `exclusively`, it is cleared, since the next waiter's holder is whoever releases next.
     private func _takeHolder(exclusively: Bool) -> _Site {
-        let holder = _releaseWork.holder
-        if exclusively, holder.start != 0 { _releaseWork.holder = .none }
+        let holder = _releaseWork.profile.holder
+        if exclusively, holder.start != 0 { _releaseWork.profile.holder = .none }
         return holder
     }
 
@@ -84,4 +93,59 @@ final class _ConditionWaitStart: @unchecked Sendable {
     // @unchecked: written by the access's turn and read by its body, both with the state held
     // exclusively.
     var since: UInt64?
+}
+
+/// What a contention profile notes in an instance's `_ReleaseWork`, beside the word's profile bits;
+/// touched only with the state held exclusively (the holder read with it held shared too).
+struct _ProfileNotes {
+    /// Where the access that last released the state exclusively was called from, while profiled
+    /// accesses wait for it (`.none` once a waiter took over from it).
+    var holder = _Site.none
+    /// The profiled wait of the access holding the state, to be recorded after its release.
+    var pendingWait: _PendingWait?
+}
+
+// The profile's part of what a release has to do: counting profiled waiters for the lock in the
+// word's bits from 32 up, so that the holder notes its call site on release, and the flag that the
+// holder's own wait is to be recorded once it lets go.
+extension _ReleaseWork {
+    /// Whether an access waits for the lock while a profile runs: the releaser's site is wanted.
+    var hasProfiledWaiters: Bool {
+        word.load(ordering: .relaxed) & (Self.pendingFlag - 1) >= Self.profiledWaiter
+    }
+
+    /// Whether all a release has to do is note its call site for profiled waiters: no sleepers, no
+    /// pending wait.
+    @inlinable var onlyProfiledWaiters: Bool {
+        word.load(ordering: .relaxed) & (Self.pendingFlag | (Self.profiledWaiter - 1)) == 0
+    }
+
+    /// Notes the releasing access's call site, for the profiled waiters; call holding the state
+    /// exclusively.
+    @usableFromInline func noteHolder(file: StaticString, line: UInt) {
+        profile.holder = _Site(file, line)
+    }
+
+    /// Whether the access holding the state exclusively has a wait to record on release.
+    var hasPendingWait: Bool { word.load(ordering: .relaxed) & Self.pendingFlag != 0 }
+
+    /// A profiled access starts waiting for the lock.
+    func profiledWaiterArrives() { word.add(Self.profiledWaiter, ordering: .relaxed) }
+
+    /// A profiled access stops waiting, without a wait to record on release.
+    func profiledWaiterLeaves() { word.subtract(Self.profiledWaiter, ordering: .relaxed) }
+
+    /// A profiled access took the state exclusively; its wait is recorded on release.
+    func profiledWaiterTookOver(_ wait: _PendingWait) {
+        profile.pendingWait = wait
+        word.add(Self.pendingFlag - Self.profiledWaiter, ordering: .relaxed)
+    }
+
+    /// The pending wait, taken for recording once the state is released; call holding it.
+    func takePendingWait() -> _PendingWait? {
+        guard hasPendingWait else { return nil }
+        word.subtract(Self.pendingFlag, ordering: .relaxed)
+        defer { profile.pendingWait = nil }
+        return profile.pendingWait
+    }
 }

@@ -78,12 +78,11 @@ void exclusion_lock_wait(exclusion_lock *lock);
 /// ended first, holding nothing.
 int exclusion_lock_spin(exclusion_lock *lock);
 
-/// Takes `lock`, as long as it takes, without the spin: for a caller whose own spin just ended.
-void exclusion_lock_wait_after_spinning(exclusion_lock *lock);
-
-/// Waits for `lock` until `deadline` (`exclusion_monotonic_now` nanoseconds) at the latest and
-/// takes it; 1 if it did, 0 if the deadline passed first.
-int exclusion_lock_wait_until(exclusion_lock *lock, uint64_t deadline);
+/// Sleeps until `lock` is free and takes it, without spinning first (a caller that spins does
+/// that with `exclusion_lock_spin`): until `deadline` (`exclusion_monotonic_now` nanoseconds) at
+/// the latest, or as long as it takes if `deadline` is 0. 1 if it took it, 0 if the deadline
+/// passed first, holding nothing.
+int exclusion_lock_sleep_until(exclusion_lock *lock, uint64_t deadline);
 
 /// The slow half of `exclusion_lock_unlock`, once it saw `sleepers` non-zero: wakes a sleeper if
 /// one needs it, and ends a contention episode that has gone quiet.

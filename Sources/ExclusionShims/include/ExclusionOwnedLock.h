@@ -52,9 +52,10 @@ void exclusion_lock_init(exclusion_lock *lock);
 /// Wakes a timed waiter: the slow half of `exclusion_lock_unlock`, once it found one counted.
 void exclusion_lock_wake(exclusion_lock *lock);
 
-/// Waits for `lock` until `deadline` (`exclusion_monotonic_now` nanoseconds, not 0) at the latest
-/// and takes it; 1 if it did, 0 if the deadline passed first.
-int exclusion_lock_wait_until(exclusion_lock *lock, uint64_t deadline);
+/// As on Linux: sleeps until `lock` is free and takes it, until `deadline` at the latest (0: as
+/// long as it takes, in the system's lock, which lends this thread's priority to the holder);
+/// 1 if it took it, 0 if the deadline passed first.
+int exclusion_lock_sleep_until(exclusion_lock *lock, uint64_t deadline);
 
 /// Takes `lock` if it is free; 1 if it did.
 static inline int exclusion_lock_try(exclusion_lock *lock) {
@@ -64,11 +65,6 @@ static inline int exclusion_lock_try(exclusion_lock *lock) {
 /// As on Linux, for the same callers: nothing spins here, so one try.
 static inline int exclusion_lock_spin(exclusion_lock *lock) {
     return exclusion_lock_try(lock);
-}
-
-/// As on Linux: the lock, as long as it takes.
-static inline void exclusion_lock_wait_after_spinning(exclusion_lock *lock) {
-    exclusion_system_lock_lock(&lock->system);
 }
 
 /// Takes `lock`, waiting for it as long as it takes, lending this thread's priority to its holder.

@@ -127,10 +127,8 @@ static inline int exclusion_rwlock_read_quickly(exclusion_rwlock *lock, uint32_t
     return -1;
 }
 
-/// Shared access, as long as it takes: a ticket for `exclusion_rwlock_read_unlock`.
-int exclusion_rwlock_read(exclusion_rwlock *lock, uint32_t thread);
-
-/// Shared access by `deadline` (not 0): a ticket, or -1 if the deadline passed first.
+/// Shared access by `deadline` (0: as long as it takes): a ticket for
+/// `exclusion_rwlock_read_unlock`, or -1 if the deadline passed first.
 int exclusion_rwlock_read_until(exclusion_rwlock *lock, uint32_t thread, uint64_t deadline);
 
 /// Shared access if it can be had without waiting: a ticket, or -1.
@@ -149,20 +147,18 @@ static inline void exclusion_rwlock_read_unlock(exclusion_rwlock *lock, int tick
 
 // MARK: - Writers
 
-/// Exclusive access: waits for the readers inside to leave, not for readers that come later.
-void exclusion_rwlock_write(exclusion_rwlock *lock);
-
 /// Exclusive access if it can be had without waiting; 1 if it has it.
 int exclusion_rwlock_try_write(exclusion_rwlock *lock);
 
-/// Exclusive access by `deadline` (not 0); 1 if it has it, 0, holding nothing, if the deadline
-/// passed first.
+/// Exclusive access by `deadline` (0: as long as it takes): waits for the readers inside to leave,
+/// not for readers that come later. 1 if it has it, 0, holding nothing, if the deadline passed
+/// first.
 int exclusion_rwlock_write_until(exclusion_rwlock *lock, uint64_t deadline);
 
-/// The two halves of a write, for a wait that is reported when it lasts past `deadline` (0:
-/// none) and then goes on: the underlying lock (1 if held by then), and then the readers in slots
+/// The two halves of a write (`exclusion_rwlock_write_until`, `exclusion_rwlock_write_if_free`), by
+/// `deadline` (0: none): the underlying lock (1 if held by then), and then the readers in slots
 /// gone (1 once they are; 0 if the deadline passed first, still holding the underlying lock with
-/// the bias withdrawn, so that later readers wait: call it again to go on waiting).
+/// the bias withdrawn, so that later readers wait, until the caller lets go).
 int exclusion_rwlock_write_begin(exclusion_rwlock *lock, uint64_t deadline);
 int exclusion_rwlock_write_revoke(exclusion_rwlock *lock, uint64_t deadline);
 

@@ -16,31 +16,24 @@ extension _Engine {
         _ thread: _CurrentThread, file: StaticString = "(asynchronous work)", line: UInt = 0,
         notingEntry: Bool = true, profiled: Bool = true
     ) -> Outbox {
-        if _watchesWaits {
-            _takeLockWatched(file: file, line: line, notingEntry: notingEntry, profiled: profiled)
-        } else if !_lock.lockExclusiveIfFree() {
-            _takeLockContended(file: file, line: line, profiled: profiled)
+        if !_lock.lockExclusiveIfFree() {
+            _ = _waitExclusively(before: nil, file: file, line: line, observers: profiled ? .access : .watch)
         }
+        if _watchesWaits, notingEntry { _noteEntry(file: file, line: line) }
         if _waitList.isReserved { _ = _backOffForGrantee(before: nil) }
         return _enteredExclusively(thread)
     }
 
-    /// The lock, once it was found taken: out of line, and timed for the contention profile if
-    /// one runs.
-    @usableFromInline @inline(never)
-    func _takeLockContended(file: StaticString, line: UInt, profiled: Bool) {
-        guard profiled, _Contention.isOn else { return _lock.lockExclusive() }
-        _takeLockProfiled(at: _Site(file, line)) { _lock.lockExclusiveAfterSpinning() }
-    }
-
     /// Takes the state exclusively by `deadline` (as long as it takes if nil), and runs everything
-    /// submitted earlier; nil, not holding it, if the deadline passed first.
+    /// submitted earlier; nil, not holding it, if the deadline passed first. The entry isn't
+    /// noted: a conditional access notes it once its condition holds.
     @usableFromInline
-    func _takeExclusively(
+    func takeExclusively(
         _ thread: _CurrentThread, before deadline: _Deadline?, file: StaticString, line: UInt
     ) -> Outbox? {
         guard let deadline else { return takeExclusively(thread, file: file, line: line, notingEntry: false) }
-        guard _takeLock(before: deadline, file: file, line: line) else { return nil }
+        guard _lock.tryLockExclusive() || _waitExclusively(before: deadline, file: file, line: line, observers: .access)
+        else { return nil }
         if _waitList.isReserved, !_backOffForGrantee(before: deadline) { return nil }
         return _enteredExclusively(thread)
     }
@@ -116,6 +109,16 @@ extension _Engine {
         let ticket =
             _lock.lockSharedQuickly(thread: thread.index) ?? _takeSharedContended(thread, file: file, line: line)
         return try _runShared(thread, holding: ticket, body)
+    }
+
+    /// A shared access's wait for the lock, once its quick path failed; its entry is noted if
+    /// waits are watched.
+    @usableFromInline @inline(never)
+    func _takeSharedContended(_ thread: _CurrentThread, file: StaticString, line: UInt) -> Lock.SharedTicket {
+        // Without a deadline the wait ends only with the lock.
+        let ticket = _waitShared(thread, before: nil, file: file, line: line)!
+        if _watchesWaits { _noteEntry(file: file, line: line) }
+        return ticket
     }
 
     /// Runs `body` on the state, which this thread holds shared with `ticket`, then lets go of it.

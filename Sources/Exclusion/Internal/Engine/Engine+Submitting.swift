@@ -133,7 +133,10 @@ extension _Engine {
         repeat {
             if Lock.sharesAccess, _backlog.nextIsShared() == true {
                 // If a synchronous access takes these jobs first, this batch is just empty.
-                let ticket = _lock.lockShared(thread: thread.index)
+                // Watched like the exclusive drain's wait, and likewise not profiled.
+                let ticket =
+                    _lock.lockSharedQuickly(thread: thread.index)
+                    ?? _waitShared(thread, before: nil, file: "(asynchronous work)", line: 0, observers: .watch)!
                 thread.enter(self, .shared)
                 var deliveries = Outbox()
                 _backlog.runLeadingShared(&deliveries, apply: _apply)

@@ -13,16 +13,14 @@ import Synchronization
 /// away the cache line that every access of the instance reads.
 @usableFromInline
 final class _ReleaseWork: @unchecked Sendable {
-    // @unchecked: `holder` and `pendingWait` are only touched with the instance's state held
-    // exclusively (`holder` read with it held shared too); the word is atomic.
+    // @unchecked: `profile` is only touched with the instance's state held exclusively (its
+    // holder read with it held shared too); the word is atomic.
 
     @usableFromInline let word = Atomic<Int>(0)
-    /// Where the access that last released the state exclusively was called from, while profiled
-    /// accesses wait for it (`.none` once a waiter took over from it).
-    var holder = _Site.none
-    /// The profiled wait of the access holding the state, to be recorded after its release.
-    var pendingWait: _PendingWait?
+    /// A contention profile's notes on this instance's waits (`Profiling/`).
+    var profile = _ProfileNotes()
 
+    /// The word's layout. The bits from 32 up are the profile's (`Profiling/`).
     @usableFromInline static var profiledWaiter: Int { 1 << 32 }
     @usableFromInline static var pendingFlag: Int { 1 << 62 }
 
@@ -38,46 +36,4 @@ final class _ReleaseWork: @unchecked Sendable {
     var hasSleepers: Bool { word.load(ordering: .relaxed) & (Self.profiledWaiter - 1) != 0 }
     func sleepersArrive(_ count: Int) { word.add(count, ordering: .relaxed) }
     func sleepersLeave(_ count: Int) { word.subtract(count, ordering: .relaxed) }
-
-    // MARK: - A contention profile's waiters
-
-    /// Whether an access waits for the lock while a profile runs: the releaser's site is wanted.
-    var hasProfiledWaiters: Bool {
-        word.load(ordering: .relaxed) & (Self.pendingFlag - 1) >= Self.profiledWaiter
-    }
-
-    /// Whether all a release has to do is note its call site for profiled waiters: no sleepers, no
-    /// pending wait.
-    @inlinable var onlyProfiledWaiters: Bool {
-        word.load(ordering: .relaxed) & (Self.pendingFlag | (Self.profiledWaiter - 1)) == 0
-    }
-
-    /// Notes the releasing access's call site, for the profiled waiters; call holding the state
-    /// exclusively.
-    @usableFromInline func noteHolder(file: StaticString, line: UInt) {
-        holder = _Site(file, line)
-    }
-
-    /// Whether the access holding the state exclusively has a wait to record on release.
-    var hasPendingWait: Bool { word.load(ordering: .relaxed) & Self.pendingFlag != 0 }
-
-    /// A profiled access starts waiting for the lock.
-    func profiledWaiterArrives() { word.add(Self.profiledWaiter, ordering: .relaxed) }
-
-    /// A profiled access stops waiting, without a wait to record on release.
-    func profiledWaiterLeaves() { word.subtract(Self.profiledWaiter, ordering: .relaxed) }
-
-    /// A profiled access took the state exclusively; its wait is recorded on release.
-    func profiledWaiterTookOver(_ wait: _PendingWait) {
-        pendingWait = wait
-        word.add(Self.pendingFlag - Self.profiledWaiter, ordering: .relaxed)
-    }
-
-    /// The pending wait, taken for recording once the state is released; call holding it.
-    func takePendingWait() -> _PendingWait? {
-        guard hasPendingWait else { return nil }
-        word.subtract(Self.pendingFlag, ordering: .relaxed)
-        defer { pendingWait = nil }
-        return pendingWait
-    }
 }

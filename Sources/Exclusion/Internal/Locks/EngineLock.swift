@@ -16,33 +16,27 @@ protocol _EngineLock: Sendable {
     /// Frees the lock; called once, from the engine's `deinit`.
     func destroy()
 
-    func lockExclusive()
-    func tryLockExclusive() -> Bool
-    /// Exclusive access if it comes within the lock's own spin (at once, for a lock that doesn't
-    /// spin before it sleeps); false, holding nothing, otherwise.
-    func lockExclusiveBySpinning() -> Bool
-    /// Exclusive access as long as it takes, after `lockExclusiveBySpinning` failed: without a
-    /// second spin.
-    func lockExclusiveAfterSpinning()
-    /// What `lockExclusive` does if nobody else holds the lock, and false, holding nothing, if
-    /// somebody does: the engine's quick path, which sends a contended acquisition out of line.
-    /// It may wait out readers on their way in or out (unlike `tryLockExclusive`), as
-    /// `lockExclusive` does, so that it costs no more than `lockExclusive`.
+    /// Exclusive access if no other thread holds the lock, and false, holding nothing, if one does:
+    /// the engine's quick path, which sends a contended acquisition out of line. Unlike
+    /// `tryLockExclusive` it may wait out readers on their way in or out, as a wait would.
     func lockExclusiveIfFree() -> Bool
+    func tryLockExclusive() -> Bool
+    /// Exclusive access if it comes within the lock's own spin (one try, for a lock that doesn't
+    /// spin before it sleeps); false, holding nothing, otherwise.
+    func spinExclusive() -> Bool
+    /// Sleeps for exclusive access, without spinning first: until `deadline` at the latest (false,
+    /// holding nothing, once it passed), or as long as it takes if nil.
+    func sleepExclusive(until deadline: _Deadline?) -> Bool
     func unlockExclusive()
-    /// Exclusive access by `deadline`, or false, holding nothing; only for timed waits.
-    func lockExclusive(before deadline: _Deadline) -> Bool
-    /// Exclusive access, as long as it takes; calls `report` once if `deadline` passes first, and
-    /// keeps its place meanwhile. Only for watched waits.
-    func lockExclusive(reportingAt deadline: _Deadline, _ report: () -> Void)
 
-    func lockShared(thread: UInt32) -> SharedTicket
     /// Shared access if the lock's quickest path gives it (it may fail even when `tryLockShared`
     /// would succeed); the first step of a read.
     func lockSharedQuickly(thread: UInt32) -> SharedTicket?
-    /// Shared access by `deadline`, or nil; only for timed and watched waits.
-    func lockShared(thread: UInt32, before deadline: _Deadline) -> SharedTicket?
     func tryLockShared(thread: UInt32) -> SharedTicket?
+    /// Shared access if it comes within the lock's own spin; as `spinExclusive`.
+    func spinShared(thread: UInt32) -> SharedTicket?
+    /// Sleeps for shared access, as `sleepExclusive`: nil once `deadline` passed.
+    func sleepShared(thread: UInt32, until deadline: _Deadline?) -> SharedTicket?
     func unlockShared(_ ticket: SharedTicket)
 }
 
@@ -52,27 +46,19 @@ extension _Lock: _EngineLock {
 
     @usableFromInline static func describe(_ mode: _CurrentThread.Mode) -> String { "an access" }
 
-    @inlinable func lockExclusive() { lock() }
-    @inlinable func tryLockExclusive() -> Bool { tryLock() }
-    @usableFromInline func lockExclusiveBySpinning() -> Bool { lockBySpinning() }
-    @usableFromInline func lockExclusiveAfterSpinning() { lockAfterSpinning() }
     @inlinable func lockExclusiveIfFree() -> Bool { tryLock() }
+    @inlinable func tryLockExclusive() -> Bool { tryLock() }
+    @usableFromInline func spinExclusive() -> Bool { spin() }
+    @usableFromInline func sleepExclusive(until deadline: _Deadline?) -> Bool { sleep(until: deadline) }
     @inlinable func unlockExclusive() { unlock() }
-    @usableFromInline func lockExclusive(before deadline: _Deadline) -> Bool { lock(before: deadline) }
-    @usableFromInline func lockExclusive(reportingAt deadline: _Deadline, _ report: () -> Void) {
-        if !lock(before: deadline) {
-            report()
-            lock()
-        }
-    }
 
-    @inlinable func lockShared(thread: UInt32) { lock() }
-    @inlinable func tryLockShared(thread: UInt32) -> Void? { tryLock() ? () : nil }
-    @inlinable func unlockShared(_ ticket: Void) { unlock() }
     @inlinable func lockSharedQuickly(thread: UInt32) -> Void? { tryLock() ? () : nil }
-    @usableFromInline func lockShared(thread: UInt32, before deadline: _Deadline) -> Void? {
-        lock(before: deadline) ? () : nil
+    @inlinable func tryLockShared(thread: UInt32) -> Void? { tryLock() ? () : nil }
+    @usableFromInline func spinShared(thread: UInt32) -> Void? { spin() ? () : nil }
+    @usableFromInline func sleepShared(thread: UInt32, until deadline: _Deadline?) -> Void? {
+        sleep(until: deadline) ? () : nil
     }
+    @inlinable func unlockShared(_ ticket: Void) { unlock() }
 }
 
 /// `ReadersWriter`'s lock: reads share it, writes hold it alone.
@@ -86,8 +72,8 @@ extension _ReadersWriterLock: _EngineLock {
     @inlinable func lockSharedQuickly(thread: UInt32) -> SharedTicket? { _tryFastShared(thread: thread) }
 
     /// No spin of its own: one try.
-    @usableFromInline func lockExclusiveBySpinning() -> Bool { tryLockExclusive() }
-    @usableFromInline func lockExclusiveAfterSpinning() { lockExclusive() }
+    @usableFromInline func spinExclusive() -> Bool { tryLockExclusive() }
+    @usableFromInline func spinShared(thread: UInt32) -> SharedTicket? { tryLockShared(thread: thread) }
 
     /// Nothing to do: the lock frees itself when the engine lets go of it.
     @usableFromInline func destroy() {}

@@ -25,6 +25,9 @@ struct _Lock: @unchecked Sendable {
         _handle.deallocate()
     }
 
+    /// Takes the lock, spinning and then sleeping, as long as it takes: for the locks beside an
+    /// instance's (the wait list's, the backlog's). An instance's own lock is waited for in steps
+    /// (`spin`, then `sleep(until:)`), so that the engine can watch and profile the wait.
     @inlinable
     func lock() {
         exclusion_lock_lock(_handle)
@@ -38,21 +41,15 @@ struct _Lock: @unchecked Sendable {
     /// Takes the lock if it comes free within the spin a wait starts with (one try where nothing
     /// spins); whether it did.
     @usableFromInline
-    func lockBySpinning() -> Bool {
+    func spin() -> Bool {
         exclusion_lock_spin(_handle) != 0
     }
 
-    /// Takes the lock as long as it takes, without spinning first: after `lockBySpinning` failed.
+    /// Sleeps until the lock is free and takes it, without spinning first: until `deadline` at the
+    /// latest, or as long as it takes if nil; whether it got it.
     @usableFromInline
-    func lockAfterSpinning() {
-        exclusion_lock_wait_after_spinning(_handle)
-    }
-
-    /// Waits for the lock until `deadline` at the latest, sleeping until a release or the
-    /// deadline; whether it got it.
-    @usableFromInline
-    func lock(before deadline: _Deadline) -> Bool {
-        tryLock() || exclusion_lock_wait_until(_handle, deadline.nanoseconds) != 0
+    func sleep(until deadline: _Deadline?) -> Bool {
+        exclusion_lock_sleep_until(_handle, deadline?.nanoseconds ?? 0) != 0
     }
 
     @inlinable

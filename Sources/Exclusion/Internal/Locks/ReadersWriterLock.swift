@@ -28,12 +28,6 @@ final class _ReadersWriterLock: @unchecked Sendable {
 
     // MARK: - Readers
 
-    /// Waits for shared access; pass the ticket to `unlockShared`.
-    @inlinable
-    func lockShared(thread: UInt32) -> SharedTicket {
-        exclusion_rwlock_read(_handle, thread)
-    }
-
     /// Shared access if the read bias gives it at once (it may fail when `tryLockShared` would
     /// succeed): the first step of a read.
     @inlinable
@@ -49,10 +43,11 @@ final class _ReadersWriterLock: @unchecked Sendable {
         return ticket < 0 ? nil : ticket
     }
 
-    /// Shared access by `deadline`, or nil.
+    /// Sleeps for shared access until `deadline` at the latest, or as long as it takes if nil; nil
+    /// once the deadline passed. Pass the ticket to `unlockShared`.
     @usableFromInline
-    func lockShared(thread: UInt32, before deadline: _Deadline) -> SharedTicket? {
-        let ticket = exclusion_rwlock_read_until(_handle, thread, deadline.nanoseconds)
+    func sleepShared(thread: UInt32, until deadline: _Deadline?) -> SharedTicket? {
+        let ticket = exclusion_rwlock_read_until(_handle, thread, deadline?.nanoseconds ?? 0)
         return ticket < 0 ? nil : ticket
     }
 
@@ -62,12 +57,6 @@ final class _ReadersWriterLock: @unchecked Sendable {
     }
 
     // MARK: - Writers
-
-    /// Waits for exclusive access: for the readers inside to leave, not for readers that come later.
-    @usableFromInline
-    func lockExclusive() {
-        exclusion_rwlock_write(_handle)
-    }
 
     /// Exclusive access if no other thread holds the underlying lock; fast-path readers inside
     /// are waited out, as `lockExclusive` does.
@@ -82,25 +71,12 @@ final class _ReadersWriterLock: @unchecked Sendable {
         exclusion_rwlock_try_write(_handle) != 0
     }
 
-    /// Exclusive access by `deadline`, or false, holding nothing.
+    /// Sleeps for exclusive access until `deadline` at the latest, or as long as it takes if nil;
+    /// false, holding nothing, once the deadline passed. It waits for the readers inside to leave,
+    /// not for readers that come later.
     @usableFromInline
-    func lockExclusive(before deadline: _Deadline) -> Bool {
-        exclusion_rwlock_write_until(_handle, deadline.nanoseconds) != 0
-    }
-
-    /// Exclusive access, as long as it takes; calls `report` once if `deadline` passes first. Once
-    /// it holds the underlying lock it never lets go of it, so reads that come later still wait
-    /// behind it.
-    @usableFromInline
-    func lockExclusive(reportingAt deadline: _Deadline, _ report: () -> Void) {
-        if exclusion_rwlock_write_begin(_handle, deadline.nanoseconds) == 0 {
-            report()
-            _ = exclusion_rwlock_write_begin(_handle, 0)
-            _ = exclusion_rwlock_write_revoke(_handle, 0)
-        } else if exclusion_rwlock_write_revoke(_handle, deadline.nanoseconds) == 0 {
-            report()
-            _ = exclusion_rwlock_write_revoke(_handle, 0)
-        }
+    func sleepExclusive(until deadline: _Deadline?) -> Bool {
+        exclusion_rwlock_write_until(_handle, deadline?.nanoseconds ?? 0) != 0
     }
 
     @inlinable

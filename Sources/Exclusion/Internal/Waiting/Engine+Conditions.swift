@@ -22,11 +22,8 @@ extension _Engine {
                 exclusion_end_loan(loan)
                 guard changed != 0 else { return false }
             }
-            if let deadline {
-                guard _lock.lockExclusive(before: deadline) else { return false }
-            } else {
-                _lock.lockExclusive()
-            }
+            guard _lock.tryLockExclusive() || _waitExclusively(before: deadline, file: "", line: 0, observers: [])
+            else { return false }
         } while _waitList.isReserved
         return true
     }
@@ -46,7 +43,7 @@ extension _Engine {
         // The entry is noted once the condition holds: until then, this access holds nothing.
         let held: Outbox?
         if let limit {
-            held = _takeExclusively(thread, before: limit.deadline, file: file, line: line)
+            held = takeExclusively(thread, before: limit.deadline, file: file, line: line)
         } else {
             held = takeExclusively(thread, file: file, line: line, notingEntry: false)
         }
@@ -100,7 +97,7 @@ extension _Engine {
             // The spin happens with the state let go of, so that the access it waits for can run.
             releaseExclusively(thread, outbox)
             spinning = exclusion_backoff_spin_hints(&backoff, Self._spinHintsPerLook) != 0
-            guard let again = _takeExclusively(thread, before: limit?.deadline, file: file, line: line) else {
+            guard let again = takeExclusively(thread, before: limit?.deadline, file: file, line: line) else {
                 throw limit!.error(on: label, waitingFor: .stateHeld)
             }
             outbox = again
@@ -172,11 +169,8 @@ extension _Engine {
     /// waiter, backs off for the waiter it is promised to; then enters. Nil, not holding the state,
     /// if the deadline passed first.
     private func _retake(_ thread: _CurrentThread, _ waiter: _WaiterID, before deadline: _Deadline?) -> Outbox? {
-        if let deadline {
-            guard _lock.lockExclusive(before: deadline) else { return nil }
-        } else {
-            _lock.lockExclusive()
-        }
+        guard _lock.tryLockExclusive() || _waitExclusively(before: deadline, file: "", line: 0, observers: [])
+        else { return nil }
         if !_waitList.takeGrant(waiter), _waitList.isReserved, !_backOffForGrantee(before: deadline) { return nil }
         return _enteredExclusively(thread)
     }
@@ -196,17 +190,10 @@ extension _Engine {
         file: StaticString, line: UInt, _ body: (State) throws -> R
     ) throws -> R {
         if !_backlog.hasPending {
-            let ticket: Lock.SharedTicket
-            if let limit {
-                guard let timed = _lock.lockShared(thread: thread.index, before: limit.deadline) else {
-                    throw limit.error(on: label, waitingFor: .stateHeld)
-                }
-                ticket = timed
-            } else {
-                ticket =
-                    _lock.lockSharedQuickly(thread: thread.index)
-                    ?? _takeSharedContended(thread, file: file, line: line)
-            }
+            guard
+                let ticket = _lock.lockSharedQuickly(thread: thread.index)
+                    ?? _waitShared(thread, before: limit?.deadline, file: file, line: line)
+            else { throw limit!.error(on: label, waitingFor: .stateHeld) }
             if condition(_state.pointee) { return try _runShared(thread, holding: ticket, body) }
             _lock.unlockShared(ticket)
         }
