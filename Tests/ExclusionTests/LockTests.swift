@@ -14,6 +14,12 @@ import Glibc
 import Darwin
 #endif
 
+/// A deadline for timed waits that must not give up: a day away. A test that waits for such a
+/// waiter can be kept from running for minutes on a busy machine (under ThreadSanitizer, beside
+/// other work), and a waiter that gave up meanwhile would fail it; the suite's time limit ends a
+/// wait that never does.
+private let farAway: Duration = .seconds(24 * 3600)
+
 /// The lock under every `Exclusive`, `exclusion_lock`, in the design the platform uses (Linux's
 /// own, or on Apple platforms the system's lock with a timed wait beside it; the portable build
 /// runs the Apple design here): it lets one thread in at a time, it never leaves a thread asleep
@@ -85,7 +91,7 @@ struct LockTests {
                     if thread < 2 {
                         lock.lock()
                     } else {
-                        precondition(lock.sleep(until: _Deadline(after: .seconds(300))))
+                        precondition(lock.sleep(until: _Deadline(after: farAway)))
                     }
                     let until = DispatchTime.now().uptimeNanoseconds + 2_000
                     while DispatchTime.now().uptimeNanoseconds < until { exclusion_spin_hint() }
@@ -121,7 +127,7 @@ struct LockTests {
         let result = Recorder<Bool>()
         let finished = Countdown(1)
         onNewThread {
-            let took = lock.sleep(until: _Deadline(after: .seconds(300)))
+            let took = lock.sleep(until: _Deadline(after: farAway))
             if took { lock.unlock() }
             result.record(took)
             finished.arrive()
@@ -140,7 +146,7 @@ struct LockTests {
         // switches away from the processor once or twice; polling (try, sleep a millisecond, try
         // again) would switch hundreds of times.
         let switches = try #require(
-            await switchesOfATimedWaiter { lock in lock.sleep(until: _Deadline(after: .seconds(300))) })
+            await switchesOfATimedWaiter { lock in lock.sleep(until: _Deadline(after: farAway)) })
         #expect(switches <= 3, "\(switches) context switches")
     }
 
@@ -334,7 +340,7 @@ private func sleepersWake(
                 if round < 0 { break }
                 started.store(round, ordering: .sequentiallyConsistent)
                 if withDeadline {
-                    precondition(lock.sleep(until: _Deadline(after: .seconds(300))))
+                    precondition(lock.sleep(until: _Deadline(after: farAway)))
                 } else {
                     lock.lock()
                 }
