@@ -130,9 +130,11 @@ struct ContentionProfileTests {
         let (report, measured) = try await knownWorkload(
             hot: Exclusive(0, label: hot), cold: Exclusive(0, label: cold))
         #expect(showsTheKnownWorkload(report, hot: hot, cold: cold, measured: measured), "\(report)")
-        // The profile's wait is the waiter's own, less what the access does besides waiting.
+        // The profile's wait is the waiter's own, less what the access does besides waiting (its
+        // spin, and on a busy machine any preemption before or after the wait: no share of the
+        // measured time is promised, only the holds it must have waited out, above).
         let waited = report.instances.first { $0.label == hot }?.totalWait ?? .zero
-        #expect(waited <= measured && waited >= measured * 0.9, "profile \(waited), measured \(measured)")
+        #expect(waited <= measured, "profile \(waited), measured \(measured)")
         #expect(report.description.contains("\"\(hot)\" Exclusive<Int>"))
         #expect(report.description.contains("waited at \(file):\(waiterLine.load(ordering: .relaxed))"))
         #expect(report.description.contains("held by \(file):\(holderLine.load(ordering: .relaxed))"))
