@@ -75,7 +75,7 @@ PLANTS = {
     ),
     "wait-signal-only": (
         "releases never check conditions: a waiter needs a signal nobody sends (a lost wake-up)",
-        "Sources/Exclusion/Internal/Engine/Engine+Access.swift",
+        "Sources/Exclusion/Internal/Engine/Engine.swift",
         "serving: while _releaseWork.hasSleepers {",
         "serving: while false, _releaseWork.hasSleepers {",
         ["WaitingTests"],

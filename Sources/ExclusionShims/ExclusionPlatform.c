@@ -36,6 +36,19 @@ uint64_t exclusion_nanoseconds_until(uint64_t deadline) {
     return deadline > now ? deadline - now : 0;
 }
 
+// Here rather than inline in the header: a sleep enters this file anyway, so a reader of the path
+// finds the conversion where the sleep is.
+struct timespec exclusion_timespec(uint64_t nanoseconds) {
+    struct timespec time = {(time_t)(nanoseconds / 1000000000u), (long)(nanoseconds % 1000000000u)};
+    return time;
+}
+
+uint64_t exclusion_sleep_timeout(uint64_t deadline, uint64_t now, int *shortened) {
+    uint64_t remaining = deadline > now ? deadline - now : 0;
+    *shortened = remaining > EXCLUSION_LONGEST_SLEEP_NANOSECONDS;
+    return *shortened ? EXCLUSION_LONGEST_SLEEP_NANOSECONDS : remaining;
+}
+
 // MARK: - Sleeping on a word
 
 #if defined(__APPLE__)

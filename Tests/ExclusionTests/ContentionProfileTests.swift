@@ -305,7 +305,7 @@ struct ContentionProfileTests {
         }
         other.add(key(3), nanoseconds: 7_000, sampleEvery: 1, names: names)
         one.merge(other)
-        let instance = ContentionReport(rows: Array(one.rows.values), dropped: 0, sampling: .all, duration: 1)
+        let instance = ContentionReport(rows: one.reportRows, dropped: 0, sampling: .all, duration: 1)
             .instances.first
         #expect(instance?.contentions == 4)
         let waiters = Dictionary(uniqueKeysWithValues: (instance?.waiters ?? []).map { ($0.site?.line ?? 0, $0) })
@@ -435,7 +435,7 @@ struct ContentionProfileTests {
         for wait in 1...5 {
             rows.add(key, nanoseconds: UInt64(wait) * 1_000, sampleEvery: 2) { ("sampled", "Exclusive<Int>") }
         }
-        let instance = ContentionReport(rows: Array(rows.rows.values), dropped: 0, sampling: .oneIn(2), duration: 1)
+        let instance = ContentionReport(rows: rows.reportRows, dropped: 0, sampling: .oneIn(2), duration: 1)
             .instances.first
         #expect(instance?.label == "sampled")
         #expect(instance?.contentions == 4)

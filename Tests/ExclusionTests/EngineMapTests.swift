@@ -54,6 +54,32 @@ struct EngineMapTests {
         }
     }
 
+    /// The files of the first table under each `## ` heading whose title starts with one of
+    /// `headings`.
+    static func files(of map: String, under headings: [String]) -> Set<String> {
+        var files = Set<String>()
+        for section in map.components(separatedBy: "\n## ").dropFirst()
+        where headings.contains(where: { section.hasPrefix($0) }) {
+            // The first table: rows up to the first line that isn't one.
+            let lines = section.split(separator: "\n", omittingEmptySubsequences: false)
+            guard let first = lines.firstIndex(where: { $0.hasPrefix("| File") }) else { continue }
+            let table = lines[first...].prefix { $0.hasPrefix("|") }.joined(separator: "\n")
+            files.formUnion(rows(of: table).map(\.file))
+        }
+        return files
+    }
+
+    @Test func aContendedProfiledTimedAccessReadsAtMostTenFiles() throws {
+        let map = try String(
+            contentsOf: Self.module.appendingPathComponent("Internal/README.md"), encoding: .utf8)
+        let listed = Self.files(of: map, under: ["Every file of a contended, profiled, timed access"])
+        // What the paths it takes list, each in its own section: the summary must hold all of them.
+        let taken = Self.files(of: map, under: ["Uncontended", "Contended", "Timed", "Profiled"])
+        #expect(taken.count >= 8, "the paths' tables weren't read: \(taken.sorted())")
+        #expect(taken.isSubset(of: listed), "the summary leaves out \(taken.subtracting(listed).sorted())")
+        #expect(listed.count <= 10, "a contended, profiled, timed access reads \(listed.count) files")
+    }
+
     @Test func theCheckRejectsANameThatMovedAndAFileThatIsGone() {
         let swift = "extension _Engine {\n    func takeExclusively(_ thread: _CurrentThread) {}\n}"
         #expect(Self.declares(swift, "takeExclusively", c: false))
@@ -64,5 +90,8 @@ struct EngineMapTests {
         #expect(!Self.declares("    exclusion_lock_try(lock);", "exclusion_lock_try", c: true))
         let rows = Self.rows(of: "| File | Names |\n|---|---|\n| `Gone.swift` | `nothing` |\n| `a` | b |")
         #expect(rows.count == 1 && rows[0].file == "Gone.swift" && rows[0].names == ["nothing"])
+        let table = { (file: String) in "| File | Names |\n|---|---|\n| `\(file)` | `x` |\n" }
+        let map = "x\n## Timed\n\n" + table("A.swift") + "\n" + table("B.swift") + "## Other\n\n" + table("C.swift")
+        #expect(Self.files(of: map, under: ["Timed"]) == ["A.swift"])
     }
 }

@@ -39,10 +39,7 @@ uint64_t exclusion_monotonic_now(void);
 uint64_t exclusion_nanoseconds_until(uint64_t deadline);
 
 /// `nanoseconds` as the `timespec` that POSIX calls take: the one place C converts time.
-static inline struct timespec exclusion_timespec(uint64_t nanoseconds) {
-    struct timespec time = {(time_t)(nanoseconds / 1000000000u), (long)(nanoseconds % 1000000000u)};
-    return time;
-}
+struct timespec exclusion_timespec(uint64_t nanoseconds);
 
 // MARK: - Sleeping on a word
 
@@ -63,11 +60,7 @@ int exclusion_sleep_on(uint32_t *word, uint32_t expected, uint64_t deadline);
 /// The timeout of one sleep toward `deadline` from `now`: 0 once the deadline has passed, at most
 /// `EXCLUSION_LONGEST_SLEEP_NANOSECONDS`; `*shortened` says whether it ends before the deadline
 /// (then its end is no timeout, only a time to look again).
-static inline uint64_t exclusion_sleep_timeout(uint64_t deadline, uint64_t now, int *shortened) {
-    uint64_t remaining = deadline > now ? deadline - now : 0;
-    *shortened = remaining > EXCLUSION_LONGEST_SLEEP_NANOSECONDS;
-    return *shortened ? EXCLUSION_LONGEST_SLEEP_NANOSECONDS : remaining;
-}
+uint64_t exclusion_sleep_timeout(uint64_t deadline, uint64_t now, int *shortened);
 
 /// Wakes one thread sleeping on `word`, if one does.
 void exclusion_wake_one(uint32_t *word);

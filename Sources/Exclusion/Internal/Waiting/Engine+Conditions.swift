@@ -2,60 +2,10 @@ import Dispatch
 import ExclusionShims
 import Synchronization
 
-// MARK: - Backing off for a granted waiter
-
-extension _Engine {
-    /// Called with the lock just taken while the state is promised to a granted waiter: lets go
-    /// until that waiter has run, then takes the lock again. The waiter was woken already, so this
-    /// lasts a thread wake-up; meanwhile this thread lends the waiter its priority where locks
-    /// lend priority (`lendPriorityToGrantee`). Returns false, not holding the lock, if `deadline`
-    /// passed first.
-    @usableFromInline
-    func _backOffForGrantee(before deadline: _Deadline?) -> Bool {
-        repeat {
-            let ended = _waitList.grantToWaitFor()
-            let loan = EXCLUSION_OWNED_LOCK != 0 && ended != nil ? _waitList.lendPriorityToGrantee() : nil
-            // Waited for without the lock, so that the grantee finds the lock free.
-            _lock.unlockExclusive()
-            if let ended {
-                let changed = exclusion_wait_for_change(_waitList._grantsWord, ended, deadline?.nanoseconds ?? 0)
-                exclusion_end_loan(loan)
-                guard changed != 0 else { return false }
-            }
-            guard _lock.tryLockExclusive() || _waitExclusively(before: deadline, file: "", line: 0, observers: [])
-            else { return false }
-        } while _waitList.isReserved
-        return true
-    }
-}
-
 // MARK: - Blocking until a condition holds
 
 extension _Engine {
-    /// Takes the state exclusively once `condition` holds, blocking the thread until then, and
-    /// returns the outbox for the access. Throws `TimeoutError` past `limit`, not holding it,
-    /// whatever it was waiting for: the lock, a granted waiter, or the condition.
-    @inlinable
-    func waitExclusively(
-        _ thread: _CurrentThread, until condition: @Sendable (State) -> Bool, limit: _TimeLimit?,
-        file: StaticString, line: UInt
-    ) throws(TimeoutError) -> Outbox {
-        // The entry is noted once the condition holds: until then, this access holds nothing.
-        let held: Outbox?
-        if let limit {
-            held = takeExclusively(thread, before: limit.deadline, file: file, line: line)
-        } else {
-            held = takeExclusively(thread, file: file, line: line, notingEntry: false)
-        }
-        guard let outbox = held else { throw limit!.error(on: label, waitingFor: .stateHeld) }
-        if condition(_state.pointee) {
-            if _watchesWaits { _noteEntry(file: file, line: line) }
-            return outbox
-        }
-        return try _waitForCondition(thread, until: condition, limit: limit, file: file, line: line, outbox)
-    }
-
-    /// The rest of `takeExclusively(_:when:limit:file:line:)` once the condition was false: out of
+    /// The rest of `waitExclusively(_:until:limit:file:line:)` once the condition was false: out of
     /// line, so that an access whose condition holds costs what a plain access does.
     ///
     /// Before it sleeps, the thread spins (the back-off's spin, `ExclusionShims.h`), letting go of
@@ -171,7 +121,7 @@ extension _Engine {
     private func _retake(_ thread: _CurrentThread, _ waiter: _WaiterID, before deadline: _Deadline?) -> Outbox? {
         guard _lock.tryLockExclusive() || _waitExclusively(before: deadline, file: "", line: 0, observers: [])
         else { return nil }
-        if !_waitList.takeGrant(waiter), _waitList.isReserved, !_backOffForGrantee(before: deadline) { return nil }
+        if !_waitList.takeGrant(waiter), _releaseWork.isReserved, !_backOffForGrantee(before: deadline) { return nil }
         return _enteredExclusively(thread)
     }
 

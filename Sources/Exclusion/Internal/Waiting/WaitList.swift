@@ -28,7 +28,7 @@ import Musl
 /// Who waits is a `_WaitLine`, a value whose transitions say what to do; this class holds it
 /// under `_lock`, evaluates the conditions the line asks about, and carries out its actions.
 /// `_mutate` is the one place that publishes what releases and accesses read without the lock:
-/// the count of sleepers (`_ReleaseWork`) and whether the state is promised (`_isReserved`, and
+/// the count of sleepers (`_ReleaseWork`) and whether the state is promised (`_ReleaseWork.reserved`, and
 /// `_grantsEnded` to sleep on until a grant ends).
 @usableFromInline
 final class _WaitList<State>: @unchecked Sendable {
@@ -43,9 +43,6 @@ final class _WaitList<State>: @unchecked Sendable {
     /// The word every exclusive release reads, in which the list counts its sleepers (waiters in
     /// the list not woken or granted): a release checks conditions only if some sleep.
     let releaseWork = _ReleaseWork()
-    /// Whether the state is promised to a granted thread. Set with the state held exclusively, so
-    /// a thread holding it reads it right; cleared when the grantee takes the state up, or leaves.
-    @usableFromInline let _isReserved = Atomic<Bool>(false)
     /// Counts the grants that ended: what an access that backs off for a grantee sleeps on
     /// (`_Engine._backOffForGrantee`).
     private let _grantsEnded: UnsafeMutablePointer<Atomic<UInt32>> = {
@@ -74,11 +71,11 @@ final class _WaitList<State>: @unchecked Sendable {
         if _line.sleepers < sleepers { releaseWork.sleepersLeave(sleepers - _line.sleepers) }
         switch (granted, _line.grantee != nil) {
         case (false, true):
-            _isReserved.store(true, ordering: .relaxed)
+            releaseWork.reserved.store(true, ordering: .relaxed)
         case (true, false):
             // Cleared, then counted: an access that read the count and then found the flag set
             // will see the count change (`grantToWaitFor`).
-            _isReserved.store(false, ordering: .sequentiallyConsistent)
+            releaseWork.reserved.store(false, ordering: .sequentiallyConsistent)
             _grantsEnded.pointee.add(1, ordering: .sequentiallyConsistent)
             exclusion_word_changed(_grantsWord)
         default:
@@ -114,9 +111,6 @@ final class _WaitList<State>: @unchecked Sendable {
     /// woken; false if a wake-up is on its way (the caller must then take it and check again).
     func timeOut(_ id: _WaiterID) -> Bool { _mutate { $0.threadTimesOut(id) } }
 
-    /// Whether the state is promised to a granted thread; read with the state held exclusively.
-    @inlinable var isReserved: Bool { _isReserved.load(ordering: .relaxed) }
-
     /// The word that `_grantsEnded` is, for the system's sleep and wake calls.
     var _grantsWord: UnsafeMutablePointer<UInt32> {
         UnsafeMutableRawPointer(_grantsEnded).assumingMemoryBound(to: UInt32.self)
@@ -124,11 +118,11 @@ final class _WaitList<State>: @unchecked Sendable {
 
     /// The count of ended grants that an access which found the state promised must see change,
     /// read with the state held; nil if the grant has ended already (a grantee that gave up ends it
-    /// without the state). No lock: a grant ends by clearing `_isReserved` and then counting, so
-    /// if `_isReserved` is still set after the count was read, the count will change.
+    /// without the state). No lock: a grant ends by clearing `reserved` and then counting, so
+    /// if `reserved` is still set after the count was read, the count will change.
     @inline(__always) func grantToWaitFor() -> UInt32? {
         let ended = _grantsEnded.pointee.load(ordering: .sequentiallyConsistent)
-        return _isReserved.load(ordering: .sequentiallyConsistent) ? ended : nil
+        return releaseWork.reserved.load(ordering: .sequentiallyConsistent) ? ended : nil
     }
 
     /// Lends the calling thread's priority to the granted thread, if a grant runs, where locks lend
