@@ -99,21 +99,30 @@ struct PrimitiveLinearizabilityTests {
     }
 
     @Test func aCounterThatReadsAndWritesInTwoAccessesIsCaught() async {
+        // The bug shows only when two changes both read before either writes. Left to the
+        // scheduler, a busy machine seldom puts two of the runner's threads in that window at once
+        // (20,000 histories once caught nothing, in the whole suite beside 4 busy loops), so the
+        // first two changes of each history meet there by a hand-off. Every operation changes the
+        // counter, so every thread's first operation arrives and nobody waits for ever.
         let report = await bugCatchingRunner(CounterModel()).run(
-            setUp: { Exclusive(0, label: "broken counter") },
-            inputs: CounterModel.generate,
-            perform: { counter, input in
-                let seen = counter.access { $0 }
+            setUp: { (counter: Exclusive(0, label: "broken counter"), window: FirstTwoMeet()) },
+            inputs: { generator in
+                Bool.random(using: &generator) ? .increment : .add(Int.random(in: 2...9, using: &generator))
+            },
+            perform: { broken, input in
+                let seen = broken.counter.access { $0 }
+                broken.window.arrive()
                 let new: Int
                 switch input {
                 case .increment: new = seen + 1
                 case .add(let amount): new = seen + amount
-                case .read: return seen
+                case .read: fatalError("only changes are generated")
                 }
-                counter.access { $0 = new }
+                broken.counter.access { $0 = new }
                 return new
             })
         expectViolation(report, "counter reading and writing in two accesses")
+        #expect(report.historiesChecked == 1, "the hand-off makes the first history lose a change")
     }
 
     @Test func exclusiveIsALinearizableRegister() async {
@@ -159,29 +168,32 @@ struct PrimitiveLinearizabilityTests {
     }
 
     @Test func aSwapThatReadsThenWritesIsCaught() async {
+        // As the counter above: the first two swaps meet between their read and their write.
         let report = await bugCatchingRunner(SwapRegisterModel()).run(
-            setUp: { ReadersWriter(0, label: "broken register") },
+            setUp: { (register: ReadersWriter(0, label: "broken register"), window: FirstTwoMeet()) },
             inputs: { generator in
                 // Swaps only, so two of them can lose one's write between the read and the write.
                 .swap(Int.random(in: 1...9, using: &generator))
             },
-            perform: { register, input in
+            perform: { broken, input in
                 guard case .swap(let new) = input else { fatalError("only swaps are generated") }
-                let old = register.read { $0 }
-                register.write { $0 = new }
+                let old = broken.register.read { $0 }
+                broken.window.arrive()
+                broken.register.write { $0 = new }
                 return old
             })
         expectViolation(report, "swap reading then writing")
+        #expect(report.historiesChecked == 1, "the hand-off makes the first history lose a write")
     }
 
     @Test func theReportShowsTheOperationsThatCannotBeOrdered() async {
         let report = await bugCatchingRunner(CounterModel()).run(
-            setUp: { Exclusive(0) },
+            setUp: { (counter: Exclusive(0), window: FirstTwoMeet()) },
             inputs: { _ in .increment },
-            perform: { counter, _ in
-                let seen = counter.access { $0 }
-                sched_yield()
-                return counter.access { value in
+            perform: { broken, _ in
+                let seen = broken.counter.access { $0 }
+                broken.window.arrive()
+                return broken.counter.access { value in
                     value = seen + 1
                     return value
                 }
@@ -219,5 +231,18 @@ struct PrimitiveLinearizabilityTests {
         #expect(!first.isEmpty)
         #expect(await inputs(seed: 42) == first)
         #expect(await inputs(seed: 43) != first)
+    }
+}
+
+/// Lets the first two threads that arrive leave together: the first waits until the second has
+/// come, and every later one passes. A hand-off that puts two operations inside one window, however
+/// the scheduler runs the threads.
+private struct FirstTwoMeet: Sendable {
+    private let arrivals = Exclusive(0, label: "arrivals")
+
+    func arrive() {
+        arrivals.access { $0 += 1 }
+        // Without a timeout the wait ends only with its condition true: it can't throw.
+        try? arrivals.access(when: { $0 >= 2 }) { _ in }
     }
 }
