@@ -524,7 +524,7 @@ extension _Engine {
     }
 }
 
-// MARK: - What a release has to do
+// MARK: - What an access looks at besides the lock
 
 /// What an exclusive access has to look at besides the lock: whether the state is promised to a
 /// granted waiter (read once the lock is taken), and what its release has to do besides giving
@@ -543,7 +543,7 @@ extension _Engine {
 @usableFromInline
 final class _ReleaseWork: @unchecked Sendable {
     // @unchecked: `profile` is only touched with the instance's state held exclusively (its
-    // holder read with it held shared too); the word is atomic.
+    // holder read with it held shared too); the word and the flag are atomic.
 
     @usableFromInline let word = Atomic<Int>(0)
     /// Whether the state is promised to a granted thread. Set with the state held exclusively, so
