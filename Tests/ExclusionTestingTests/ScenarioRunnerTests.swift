@@ -101,9 +101,9 @@ struct PrimitiveLinearizabilityTests {
     @Test func aCounterThatReadsAndWritesInTwoAccessesIsCaught() async {
         // The bug shows only when two changes both read before either writes. Left to the
         // scheduler, a busy machine seldom puts two of the runner's threads in that window at once
-        // (20,000 histories once caught nothing, in the whole suite beside 4 busy loops), so the
-        // first two changes of each history meet there by a hand-off. Every operation changes the
-        // counter, so every thread's first operation arrives and nobody waits for ever.
+        // (Verification/README.md, "Under load"), so the first two changes of each history meet
+        // there by a hand-off. Every operation changes the counter, so every thread's first
+        // operation arrives and nobody waits for ever.
         let report = await bugCatchingRunner(CounterModel()).run(
             setUp: { (counter: Exclusive(0, label: "broken counter"), window: FirstTwoMeet()) },
             inputs: { generator in
