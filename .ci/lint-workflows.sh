@@ -4,6 +4,7 @@
 # downloading the binary from GitHub, which this machine kind can't reach), two maintained tools do
 # its two main jobs: check-jsonschema, with the GitHub workflow schema it ships (SchemaStore's),
 # checks each file's structure, and ShellCheck checks every `run:` script, as actionlint would.
+# The Python scripts the workflows run are tested here too (`.github/scripts/test_*.py`).
 #
 # Usage: bash .ci/lint-workflows.sh   (installs check-jsonschema from PyPI and shellcheck from
 # Debian's packages if they are missing)
@@ -44,6 +45,10 @@ if ! command -v actionlint >/dev/null; then
         apt-get update -qq && apt-get install -y -qq shellcheck >/dev/null
     fi
 fi
+
+# The scripts the workflows run, through their tests (the iOS job's simulator pick, on listings
+# shaped as simctl prints them).
+python3 -m unittest discover -q -s .github/scripts
 
 for workflow in .github/workflows/*.yml; do
     lint "$workflow"
