@@ -406,7 +406,7 @@ struct ContentionProfileTests {
     #if CHILD_PROCESSES && canImport(Darwin)
     @Test func foundationsGunzipReadsWhatTheGzipToolReads() async throws {
         // iOS decompresses the profile with Foundation, having no `gzip` to run: checked here.
-        let (report, _) = await knownWorkload(
+        let (report, _) = try await knownWorkload(
             hot: Exclusive(0, label: unique("hot")), cold: Exclusive(0, label: unique("cold")))
         let good = report.pprof()
         #expect(try gunzipWithFoundation(good) == gunzipWithTheGzipTool(good))
