@@ -91,7 +91,9 @@ static void end_element(void *context, const xmlChar *local_name, const xmlChar 
     append(state, &state->text, " ", 1);
 }
 
-static void characters(void *context, const xmlChar *bytes, int length) {
+// Not `characters`: Apple's SDKs build libxml2 with its legacy API, whose SAX.h declares a global
+// function of that name, as of every SAX1 callback; the callbacks here have names of their own.
+static void character_data(void *context, const xmlChar *bytes, int length) {
     reader *state = state_of(context);
     append(state, &state->text, (const char *)bytes, (size_t)length);
     if (state->title_depth > 0) append(state, &state->title, (const char *)bytes, (size_t)length);
@@ -193,9 +195,9 @@ void documents_xml_parse(const void *bytes, size_t length, documents_xml_result 
     xmlSAXVersion(&handler, 2);  // SAX2's defaults keep the internal subset's declarations
     handler.startElementNs = start_element;
     handler.endElementNs = end_element;
-    handler.characters = characters;
-    handler.cdataBlock = characters;
-    handler.ignorableWhitespace = characters;
+    handler.characters = character_data;
+    handler.cdataBlock = character_data;
+    handler.ignorableWhitespace = character_data;
     handler.getEntity = get_entity;
     handler.getParameterEntity = get_parameter_entity;
     handler.resolveEntity = resolve_entity;
