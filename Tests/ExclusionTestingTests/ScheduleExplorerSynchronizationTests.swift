@@ -102,10 +102,10 @@ struct ScheduleExplorerSynchronizationTests {
                     }
                 }
                 syncAccess(instances[2]) { _ in }
-                let caller = pthread_self()
+                let caller = ThreadHandle.current
                 return await instances[0].access { count in
                     count += 1
-                    return pthread_equal(pthread_self(), caller) != 0 ? count : -1
+                    return ThreadHandle.current == caller ? count : -1
                 }
             })
         let failure = try #require(report.failure, "\(report)")

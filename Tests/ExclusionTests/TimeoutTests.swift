@@ -263,11 +263,11 @@ struct TimeoutTests {
 private func othersAreServedWhenAWokenThreadGivesUp(_ index: ReadersWriter<Int>, patience: Duration) -> Bool? {
     let waitList = index._engine._waitList
     let first = Recorder<String>()
-    let firstThread = Recorder<pthread_t>()
+    let firstThread = Recorder<ThreadHandle>()
     let secondRan = Flag()
     onNewThread {
         exclusion_testing_allow_pausing()
-        firstThread.record(pthread_self())
+        firstThread.record(.current)
         do {
             // Its deadline must not pass before the second thread sleeps too and it is paused,
             // however busy the machine: it passes while the read holds the state, which the read
@@ -293,7 +293,7 @@ private func othersAreServedWhenAWokenThreadGivesUp(_ index: ReadersWriter<Int>,
         return nil
     }
     defer { exclusion_testing_resume() }
-    guard exclusion_testing_pause(firstThread.values[0], patience / .seconds(1)) != 0 else {
+    guard exclusion_testing_pause(firstThread.values[0].thread, patience / .seconds(1)) != 0 else {
         Issue.record("the first thread couldn't be paused")
         return nil
     }
