@@ -25,6 +25,13 @@ extension _Engine {
         return "\(file):\(_entryLine.load(ordering: .relaxed))"
     }
 
+    /// Starts watching a blocking wait on this instance that begins now, at `file`:`line`: it is
+    /// reported once if it lasts past the stuck-wait threshold. End it when the wait ends.
+    @usableFromInline
+    func _watchWait(waitingFor what: String, file: StaticString, line: UInt) -> _WatchedWait {
+        _WatchedWait { self._reportStuck(waitingFor: what, file: file, line: line) }
+    }
+
     func _reportStuck(waitingFor what: String, file: StaticString, line: UInt) {
         _StuckWait.report(
             """

@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
@@ -36,5 +37,96 @@ enum _StuckWait {
         var line = message
         line.append("\n")
         line.withUTF8 { bytes in _ = write(2, bytes.baseAddress, bytes.count) }
+    }
+}
+
+// MARK: - The watch
+
+/// A blocking wait the stuck-wait report watches: reported once if it is still going at the
+/// threshold. `end` it when the wait ends, however it ends.
+///
+/// The watch never touches the wait. The waiting thread sleeps exactly as an unwatched one would,
+/// untimed where its wait has no deadline, so that on Apple platforms it keeps lending its
+/// priority to the holder through `os_unfair_lock`. The report comes from a timer of the watch's
+/// own, on a queue of its own, while the thread still sleeps.
+@usableFromInline
+struct _WatchedWait: Sendable {
+    let id: UInt64
+
+    /// Starts watching a wait that begins now. `report` runs at most once, on the watch's queue,
+    /// while the wait still goes on.
+    init(report: @escaping @Sendable () -> Void) {
+        id = _StuckWait.watch.begin(due: _Deadline(after: _StuckWait.threshold!), report: report)
+    }
+
+    /// The wait is over; no report comes after this returns, unless one is running already.
+    func end() {
+        _StuckWait.watch.end(id)
+    }
+}
+
+extension _StuckWait {
+    /// The waits being watched, and the one timer that reports them.
+    static let watch = _Watch()
+
+    final class _Watch: @unchecked Sendable {
+        // @unchecked: `waits` is a mutex; the timer is only scheduled, which libdispatch allows from
+        // any thread, and its handler runs on `queue`.
+        private struct Watched {
+            var due: _Deadline
+            var report: @Sendable () -> Void
+        }
+
+        private struct Waits {
+            var watched: [UInt64: Watched] = [:]
+            var nextID: UInt64 = 0
+            /// When the timer fires next, if it is set.
+            var timerDue: _Deadline?
+        }
+
+        private let waits = Mutex(Waits())
+        private let queue = DispatchQueue(label: "Exclusion stuck waits")
+        private let timer: any DispatchSourceTimer
+
+        init() {
+            timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.setEventHandler { [unowned self] in fire() }
+            timer.activate()
+        }
+
+        func begin(due: _Deadline, report: @escaping @Sendable () -> Void) -> UInt64 {
+            waits.withLock { waits in
+                let id = waits.nextID
+                waits.nextID += 1
+                waits.watched[id] = Watched(due: due, report: report)
+                if waits.timerDue.map({ due < $0 }) ?? true { schedule(due, &waits) }
+                return id
+            }
+        }
+
+        func end(_ id: UInt64) {
+            // The timer stays set for a wait that has ended; firing for nothing costs one look.
+            _ = waits.withLock { $0.watched.removeValue(forKey: id) }
+        }
+
+        /// Reports every wait that is due, then sets the timer for the next.
+        private func fire() {
+            let due = waits.withLock { waits -> [@Sendable () -> Void] in
+                waits.timerDue = nil
+                var due: [@Sendable () -> Void] = []
+                for (id, wait) in waits.watched where wait.due.hasPassed {
+                    due.append(wait.report)
+                    waits.watched[id] = nil
+                }
+                if let next = waits.watched.values.map(\.due).min() { schedule(next, &waits) }
+                return due
+            }
+            for report in due { report() }
+        }
+
+        private func schedule(_ due: _Deadline, _ waits: inout Waits) {
+            waits.timerDue = due
+            timer.schedule(deadline: due.dispatchTime, leeway: .milliseconds(10))
+        }
     }
 }

@@ -470,26 +470,19 @@ extension _Engine {
         // 1. The spin: a wait that ends in it is too short to report or to be worth timing.
         if let held = spin() { return held }
 
-        // 2. Who observes this wait: asked here, once. The watch wants to report it when it lasts
-        // too long (`Checks/`); the profile times it and counts it in (`Profiling/`).
-        var reportAt = observers.contains(.watch) && _watchesWaits ? _Deadline(after: _StuckWait.threshold!) : nil
+        // 2. Who observes this wait: asked here, once. The watch reports it if it lasts too long
+        // (`Checks/`), from a timer of its own, so that the sleep is the same whether it watches or
+        // not; the profile times it and counts it in (`Profiling/`).
+        let watched =
+            observers.contains(.watch) && _watchesWaits
+            ? _watchWait(waitingFor: exclusively ? "to take" : "to read", file: file, line: line) : nil
         let profiled = observers.contains(.profile) && _Contention.isOn ? _lockWaitBegins(at: _Site(file, line)) : nil
 
-        // 3. The sleep: until the deadline, or first until the report, once.
-        var held: Held?
-        while true {
-            if let report = reportAt, deadline.map({ report < $0 }) ?? true {
-                held = sleep(report)
-                if held != nil { break }
-                _reportStuck(waitingFor: exclusively ? "to take" : "to read", file: file, line: line)
-                reportAt = nil
-            } else {
-                held = sleep(deadline)
-                break
-            }
-        }
+        // 3. The sleep, until the deadline (for ever if there is none).
+        let held = sleep(deadline)
 
         // 4. The end, with the lock or without it.
+        watched?.end()
         if let profiled {
             _profiledLockWaitEnds(at: _Site(file, line), since: profiled, took: held != nil, exclusively: exclusively)
         }

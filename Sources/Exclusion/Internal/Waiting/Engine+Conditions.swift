@@ -79,16 +79,12 @@ extension _Engine {
         // Others may need serving (the access ran what was submitted before it), but not this one.
         _serveWaitersAndUnlock(thread, outbox, skipping: waiter)
         let semaphore = sleeper.semaphore
-        // Reported once if it lasts past the stuck-wait threshold, then waited for as asked.
-        var reportAt = _watchesWaits ? _Deadline(after: _StuckWait.threshold!) : nil
+        // Reported once if it lasts past the stuck-wait threshold; the watch doesn't change how it
+        // sleeps.
+        let watched = _watchesWaits ? _watchWait(waitingFor: "for its condition to hold, on", file: file, line: line) : nil
+        defer { watched?.end() }
         while true {
-            if let stuck = reportAt, limit.map({ stuck < $0.deadline }) ?? true {
-                if semaphore.wait(timeout: stuck.dispatchTime) == .timedOut {
-                    _reportStuck(waitingFor: "for its condition to hold, on", file: file, line: line)
-                    reportAt = nil
-                    continue
-                }
-            } else if let limit {
+            if let limit {
                 if semaphore.wait(timeout: limit.deadline.dispatchTime) == .timedOut {
                     if _waitList.timeOut(waiter) { throw limit.error(on: label, waitingFor: .conditionFalse) }
                     semaphore.wait()  // a wake-up was sent before the timeout took effect
