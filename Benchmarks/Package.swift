@@ -43,6 +43,14 @@ let package = Package(
             path: "Benchmarks/ExclusionTestingBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // What an instance costs to make and hold (instance_cost.py runs it), not a benchmark of
+        // ordo-one's harness: each kind needs a process of its own and its resident memory.
+        .executableTarget(
+            name: "InstanceCost",
+            dependencies: [.product(name: "Exclusion", package: "Exclusion")],
+            path: "InstanceCost",
+            exclude: ["malloc-count.c"]
+        ),
         .executableTarget(
             name: "DocumentsBenchmarks",
             dependencies: [
