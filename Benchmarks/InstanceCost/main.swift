@@ -143,7 +143,8 @@ func measure<K: Kind>(_ kind: K.Type, count: Int) async -> [String: Double?] {
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 2, let kind = kinds[arguments[1]] else {
-    FileHandle.standardError.write(Data("usage: InstanceCost \(kinds.keys.sorted().joined(separator: "|")) [COUNT]\n".utf8))
+    FileHandle.standardError.write(
+        Data("usage: InstanceCost \(kinds.keys.sorted().joined(separator: "|")) [COUNT]\n".utf8))
     exit(2)
 }
 let count = arguments.count > 2 ? Int(arguments[2]) ?? 200_000 : 200_000

@@ -31,6 +31,6 @@ extension Exclusive {
     public func values<Value: Sendable & Equatable>(
         _ transform: @escaping @Sendable (State) -> Value
     ) -> some AsyncSequence<Value, Never> & Sendable {
-        _Values(engine: _engine, transform: transform)
+        _Values(of: _engine, transform: transform)
     }
 }

@@ -27,21 +27,32 @@ import Dispatch
 ///   deadlock, so it stops the process with a message naming the instance. Use the state passed
 ///   to your closure instead.
 public final class Exclusive<State>: Sendable {
-    @usableFromInline let _engine: _Engine<State, _Lock>
+    // No stored property: the instance is its engine's storage (`_Engine`), made with it.
 
-    /// Creates an instance holding `initialState`.
+    /// The engine, a view of this instance's storage.
+    @inlinable var _engine: _Engine<State, _Lock> { _Engine(of: self) }
+
+    /// Creates an instance holding `initialState`, labeled with its type (`Exclusive<State>`).
+    ///
+    /// - Parameter initialState: The state; from now on it is only reachable through the accessors.
+    @inlinable
+    public convenience init(_ initialState: sending State) {
+        self.init(_made: _Engine<State, _Lock>.make(initialState, label: nil, as: Exclusive<State>.self))
+    }
+
+    /// Creates an instance holding `initialState`, with a label for messages.
     ///
     /// - Parameters:
     ///   - initialState: The state; from now on it is only reachable through the accessors.
     ///   - label: A name for messages and debugging, such as `"bank ledger"`.
-    public init(_ initialState: sending State, label: String = "Exclusive<\(State.self)>") {
-        _engine = _Engine(initialState, kind: "Exclusive", label: label)
+    @inlinable
+    public convenience init(_ initialState: sending State, label: String) {
+        self.init(_made: _Engine<State, _Lock>.make(initialState, label: label, as: Exclusive<State>.self))
     }
 
     deinit {
-        // Nothing can reach the state any more, so no value will change: iterators of `values`
-        // end (awaited and submitted accesses end when the engine does).
-        _engine.endObservations()
+        // Iterators of `values` end, and so do accesses still waiting for a condition.
+        _engine.tearDown()
     }
 
     /// The name of this instance, shown in re-entrancy messages.
@@ -306,4 +317,9 @@ extension Exclusive {
         defer { _engine.releaseExclusively(thread, outbox) }
         return try body(&_engine._state.pointee)
     }
+}
+
+extension Exclusive: _MadeByEngine, _EngineInstance {
+    var _lockOrderName: String { _engine._lockOrderName }
+    var _scheduledInstance: ScheduledInstance { _engine._scheduledInstance }
 }

@@ -23,6 +23,6 @@ extension ReadersWriter where State: Sendable {
     public func values<Value: Sendable & Equatable>(
         _ transform: @escaping @Sendable (State) -> Value
     ) -> some AsyncSequence<Value, Never> & Sendable {
-        _Values(engine: _engine, transform: transform)
+        _Values(of: _engine, transform: transform)
     }
 }

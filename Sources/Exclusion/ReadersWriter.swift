@@ -28,21 +28,34 @@ import Dispatch
 ///   thread stops the process with a message naming the instance: it would deadlock. Use the state
 ///   passed to your closure instead.
 public final class ReadersWriter<State> {
-    @usableFromInline let _engine: _Engine<State, _ReadersWriterLock>
+    // No stored property: the instance is its engine's storage (`_Engine`), made with it.
 
-    /// Creates an instance holding `initialState`.
+    /// The engine, a view of this instance's storage.
+    @inlinable var _engine: _Engine<State, _ReadersWriterLock> { _Engine(of: self) }
+
+    /// Creates an instance holding `initialState`, labeled with its type (`ReadersWriter<State>`).
+    ///
+    /// - Parameter initialState: The state; from now on it is only reachable through the accessors.
+    @inlinable
+    public convenience init(_ initialState: sending State) {
+        self.init(
+            _made: _Engine<State, _ReadersWriterLock>.make(initialState, label: nil, as: ReadersWriter<State>.self))
+    }
+
+    /// Creates an instance holding `initialState`, with a label for messages.
     ///
     /// - Parameters:
     ///   - initialState: The state; from now on it is only reachable through the accessors.
     ///   - label: A name for messages and debugging, such as `"document index"`.
-    public init(_ initialState: sending State, label: String = "ReadersWriter<\(State.self)>") {
-        _engine = _Engine(initialState, kind: "ReadersWriter", label: label)
+    @inlinable
+    public convenience init(_ initialState: sending State, label: String) {
+        self.init(
+            _made: _Engine<State, _ReadersWriterLock>.make(initialState, label: label, as: ReadersWriter<State>.self))
     }
 
     deinit {
-        // Nothing can reach the state any more, so no value will change: iterators of `values`
-        // end (awaited and submitted accesses end when the engine does).
-        _engine.endObservations()
+        // Iterators of `values` end, and so do accesses still waiting for a condition.
+        _engine.tearDown()
     }
 
     /// The name of this instance, shown in re-entrancy messages.
@@ -345,4 +358,9 @@ extension ReadersWriter where State: Sendable {
         try await _engine.awaitExclusively(
             attempting: "await write(when:)", when: condition, timeout: timeout, body)
     }
+}
+
+extension ReadersWriter: _MadeByEngine, _EngineInstance {
+    var _lockOrderName: String { _engine._lockOrderName }
+    var _scheduledInstance: ScheduledInstance { _engine._scheduledInstance }
 }

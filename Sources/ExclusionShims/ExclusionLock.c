@@ -28,13 +28,6 @@ __attribute__((constructor)) static void exclusion_lock_setup(void) {
 #endif
 }
 
-void exclusion_lock_init(exclusion_lock *lock) {
-    lock->word = 0;
-    lock->sleepers = 0;
-    lock->waking = 0;
-    lock->quiet = 0;
-}
-
 uint64_t exclusion_lock_fences(void) {
     return __atomic_load_n(&fences, __ATOMIC_RELAXED);
 }

@@ -4,12 +4,6 @@
 
 #include <errno.h>
 
-void exclusion_lock_init(exclusion_lock *lock) {
-    exclusion_system_lock_init(&lock->system);
-    lock->timed = 0;
-    lock->waking = 0;
-}
-
 int exclusion_lock_sleep_until(exclusion_lock *lock, uint64_t deadline) {
     if (deadline == 0) {
         exclusion_system_lock_lock(&lock->system);

@@ -82,8 +82,8 @@ struct LockTests {
         // Four threads on two cores, holding the lock for microseconds: they go to sleep on it
         // and are woken thousands of times, two of them with a deadline they never reach. A lost
         // wake-up leaves one asleep for good.
-        let lock = _Lock()
-        defer { lock.destroy() }
+        let lock = _Lock.standalone()
+        defer { lock.deallocate() }
         let finished = Atomic<Int>(0)
         for thread in 0..<4 {
             onNewThread {
@@ -104,8 +104,8 @@ struct LockTests {
     }
 
     @Test func aTimedWaitGivesUpAndLeavesNoSleeperBehind() async throws {
-        let lock = _Lock()
-        defer { lock.destroy() }
+        let lock = _Lock.standalone()
+        defer { lock.deallocate() }
         let holder = await Holder(lock)
         let took = try await onItsOwnThread { lock.sleep(until: _Deadline(after: .milliseconds(20))) }
         #expect(!took)
@@ -121,8 +121,8 @@ struct LockTests {
     }
 
     @Test func aTimedWaitTakesTheLockWhenItIsGivenBackInTime() async {
-        let lock = _Lock()
-        defer { lock.destroy() }
+        let lock = _Lock.standalone()
+        defer { lock.deallocate() }
         let holder = await Holder(lock)
         let result = Recorder<Bool>()
         let finished = Countdown(1)
@@ -169,7 +169,7 @@ struct LockTests {
         await offTheSharedPool {
             await #expect(processExitsWith: .failure) {
                 stopIfStuck()
-                let lock = _Lock()
+                let lock = _Lock.standalone()
                 await onItsOwnThread { lock.lock() }
                 lock.unlock()
             }
@@ -187,7 +187,7 @@ struct LockTests {
         await offTheSharedPool {
             await #expect(processExitsWith: .success) {
                 stopIfStuck()
-                let lock = _Lock()
+                let lock = _Lock.standalone()
                 let holder = await Holder(lock)
                 let finished = Countdown(2)
                 let fencesBefore = exclusion_lock_fences()
@@ -286,8 +286,8 @@ private let takeWaiting: @Sendable (_Lock) -> Bool = { lock in
 private func lostUpdates(
     taking: @escaping @Sendable (_Lock) -> Bool, releasing: @escaping @Sendable (_Lock) -> Void
 ) async -> Int {
-    let lock = _Lock()
-    defer { lock.destroy() }
+    let lock = _Lock.standalone()
+    defer { lock.deallocate() }
     let tally = Tally()
     let threads = 4
     let increments = 100_000
@@ -306,8 +306,8 @@ private func lostUpdates(
 private func sleepersWake(
     withDeadline: Bool = false, releasing: @escaping @Sendable (_Lock) -> Void, patience: Duration
 ) async -> Bool {
-    let lock = _Lock()
-    defer { lock.destroy() }
+    let lock = _Lock.standalone()
+    defer { lock.deallocate() }
     let rounds = 300
     let started = Atomic<Int>(0)  // the round the waiter has started
     let got = Atomic<Int>(0)  // the round in which the waiter held the lock
@@ -361,8 +361,8 @@ private func sleepersWake(
 /// With `counted`, measuring starts once the lock counts the waiter (right before its first
 /// sleep); a waiter of the test's own isn't counted, and it is measured from when it starts.
 private func switchesOfATimedWaiter(counted: Bool = true, _ wait: @escaping @Sendable (_Lock) -> Bool) async -> Int? {
-    let lock = _Lock()
-    defer { lock.destroy() }
+    let lock = _Lock.standalone()
+    defer { lock.deallocate() }
     let holder = await Holder(lock)
     let waiter = Recorder<String>()
     let finished = Countdown(1)

@@ -388,7 +388,8 @@ struct ReadersWriterTests {
         // A fast reader announces itself in its slot, then checks the bias. One caught in between
         // holds nothing yet: here it sees the bias withdrawn and leaves, as a real one would, and a
         // write try must wait that out and succeed instead of failing spuriously.
-        let lock = _ReadersWriterLock()
+        let owner = ReadersWriter(0)
+        let lock = owner._engine._lock
         exclusion_rwlock_testing_announce(lock._handle, 0)
         onNewThread {
             _ = spin(until: { exclusion_rwlock_testing_is_biased(lock._handle) == 0 })
@@ -402,6 +403,7 @@ struct ReadersWriterTests {
             return locked
         }
         #expect(locked)
+        withExtendedLifetime(owner) {}  // the lock lives in it
     }
 
     @Test func awaitedErrorsReachTheCaller() async {

@@ -307,7 +307,8 @@ struct WaitingTests {
     @Test func aLimitThatPassesWhileTheAccessIsSetUpIsATimeout() async {
         // The timer starts before the access has arrived in line; if it fires first, the access
         // learns it when it arrives, and hears a `TimeoutError` like any other.
-        let list = _WaitList<Int>()
+        let owner = Exclusive(0)
+        let list = owner._engine._waitList
         let waiter = list.expect()
         let timer = list.startTimer(for: waiter, _TimeLimit(.zero), label: "set up")
         let fired = await eventually {
@@ -324,6 +325,7 @@ struct WaitingTests {
         #expect(fired)
         #expect(!list.arrive(waiter, job))
         #expect(heard.values == ["timeout on set up"])
+        withExtendedLifetime(owner) {}  // the list counts its sleepers in the instance's words
     }
 
     @Test func anAwaitedWaitTimesOutWithoutRunning() async {

@@ -1,3 +1,4 @@
+import ExclusionShims
 import Synchronization
 import Testing
 
@@ -16,13 +17,28 @@ private struct SleepRecordingLock: _EngineLock {
         let looked = Atomic<Bool>(false)
     }
 
-    let record = Record()
+    struct Storage {
+        var words = exclusion_engine_words()
+        var record: Record?
+    }
+
+    let record: Record
 
     static var sharesAccess: Bool { true }
+    static var kind: StaticString { "Recorded" }
     static func describe(_ mode: _CurrentThread.Mode) -> String { "an access" }
 
-    init() {}
-    func destroy() {}
+    static var unprepared: Storage { Storage() }
+    static func prepare(_ storage: UnsafeMutablePointer<Storage>, flags: UInt64) {
+        exclusion_engine_words_init(&storage.pointee.words, flags)
+        storage.pointee.record = Record()
+    }
+    static func destroy(_ storage: UnsafeMutablePointer<Storage>) {}
+    static func words(_ storage: UnsafeMutablePointer<Storage>) -> UnsafeMutablePointer<exclusion_engine_words> {
+        UnsafeMutableRawPointer(storage).assumingMemoryBound(to: exclusion_engine_words.self)
+    }
+
+    init(at storage: UnsafeMutablePointer<Storage>) { record = storage.pointee.record! }
 
     /// Taken the first time anyone looks, free afterwards.
     private func lookOnce() -> Bool { record.looked.exchange(true, ordering: .relaxed) }
@@ -49,10 +65,17 @@ private struct SleepRecordingLock: _EngineLock {
     func unlockShared(_ ticket: Void) {}
 }
 
+/// An instance over the recording lock, as `Exclusive` is over its own.
+private final class Recorded {
+    var engine: _Engine<Int, SleepRecordingLock> { _Engine(of: self) }
+    deinit { engine.tearDown() }
+}
+
 @Suite("The stuck-wait watch", .enabled(if: _StuckWait.threshold != nil, "waits are watched (debug builds)"))
 struct WatchedWaitTests {
     @Test func aWatchedExclusiveWaitSleepsWithoutADeadline() {
-        let engine = _Engine<Int, SleepRecordingLock>(0, kind: "Exclusive", label: "recorded")
+        let instance = _Engine<Int, SleepRecordingLock>.make(0, label: "recorded", as: Recorded.self)
+        let engine = instance.engine
         #expect(engine._watchesWaits)
         let thread = _CurrentThread()
         let outbox = engine.takeExclusively(thread, file: #fileID, line: #line)
@@ -61,7 +84,8 @@ struct WatchedWaitTests {
     }
 
     @Test func aWatchedSharedWaitSleepsWithoutADeadline() {
-        let engine = _Engine<Int, SleepRecordingLock>(0, kind: "ReadersWriter", label: "recorded")
+        let instance = _Engine<Int, SleepRecordingLock>.make(0, label: "recorded", as: Recorded.self)
+        let engine = instance.engine
         let value = engine.shared(_CurrentThread(), file: #fileID, line: #line) { $0 }
         #expect(value == 0)
         #expect(engine._lock.record.sleeps.withLock { $0 } == [nil])
@@ -69,7 +93,8 @@ struct WatchedWaitTests {
 
     @Test func aTimedWaitSleepsUntilItsOwnDeadline() throws {
         // The check above can tell deadlines apart: a timed access sleeps with its own.
-        let engine = _Engine<Int, SleepRecordingLock>(0, kind: "Exclusive", label: "recorded")
+        let instance = _Engine<Int, SleepRecordingLock>.make(0, label: "recorded", as: Recorded.self)
+        let engine = instance.engine
         let thread = _CurrentThread()
         let limit = _TimeLimit(.seconds(3600))
         let outbox = try #require(engine.takeExclusively(thread, before: limit.deadline, file: #fileID, line: #line))

@@ -33,7 +33,8 @@ extension _Engine {
     /// ends it with `_profiledLockWaitEnds`.
     func _lockWaitBegins(at site: _Site, forTheLock: Bool = true) -> UInt64 {
         let start = _Contention.now()
-        if forTheLock { _releaseWork.profiledWaiterArrives() }
+        // The side structures hold the holder's site, which the release notes for this waiter.
+        if forTheLock { _ = _side; _releaseWork.profiledWaiterArrives() }
         _Signposts.waitBegins(label, at: site, id: start)
         return start
     }
@@ -66,7 +67,8 @@ extension _Engine {
             _releaseWork.profiledWaiterLeaves()
             _record(wait)
         } else {
-            _releaseWork.profiledWaiterTookOver(wait)
+            _side.profile.pendingWait = wait
+            _releaseWork.profiledWaiterTookOver()
         }
     }
 
@@ -81,8 +83,9 @@ extension _Engine {
     /// The holder's call site, which an access that waited took the state over from; with
     /// `exclusively`, it is cleared, since the next waiter's holder is whoever releases next.
     private func _takeHolder(exclusively: Bool) -> _Site {
-        let holder = _releaseWork.profile.holder
-        if exclusively, holder.start != 0 { _releaseWork.profile.holder = .none }
+        let side = _side
+        let holder = side.profile.holder
+        if exclusively, holder.start != 0 { side.profile.holder = .none }
         return holder
     }
 
@@ -95,7 +98,7 @@ extension _Engine {
     /// Adds a wait that is over to the running profile (the names only made for a new row).
     func _record(_ wait: _PendingWait) {
         let key = _ContentionKey(
-            instance: ObjectIdentifier(self), kind: wait.kind, waiter: wait.site, holder: wait.holder)
+            instance: ObjectIdentifier(_instance), kind: wait.kind, waiter: wait.site, holder: wait.holder)
         _Contention.record(key, nanoseconds: wait.waited) { (label, _typeName) }
     }
 }
@@ -108,8 +111,8 @@ final class _ConditionWaitStart: @unchecked Sendable {
     var since: UInt64?
 }
 
-/// What a contention profile notes in an instance's `_ReleaseWork`, beside the word's profile bits;
-/// touched only with the state held exclusively (the holder read with it held shared too).
+/// What a contention profile notes in an instance's side structures, beside the flags' profile
+/// bits; touched only with the state held exclusively (the holder read with it held shared too).
 struct _ProfileNotes {
     /// Where the access that last released the state exclusively was called from, while profiled
     /// accesses wait for it (`.none` once a waiter took over from it).
@@ -119,47 +122,46 @@ struct _ProfileNotes {
 }
 
 // The profile's part of what a release has to do: counting profiled waiters for the lock in the
-// word's bits from 32 up, so that the holder notes its call site on release, and the flag that the
-// holder's own wait is to be recorded once it lets go.
+// flags' bits from 32 up, so that the holder notes its call site on release, and the flag that the
+// holder's own wait is to be recorded once it lets go (`_Flags`).
 extension _ReleaseWork {
     /// Whether an access waits for the lock while a profile runs: the releaser's site is wanted.
-    var hasProfiledWaiters: Bool {
-        word.load(ordering: .relaxed) & (Self.pendingFlag - 1) >= Self.profiledWaiter
-    }
+    var hasProfiledWaiters: Bool { flags & _Flags.profiledWaiters != 0 }
 
     /// Whether all a release has to do is note its call site for profiled waiters: no sleepers, no
     /// pending wait.
-    @inlinable var onlyProfiledWaiters: Bool {
-        word.load(ordering: .relaxed) & (Self.pendingFlag | (Self.profiledWaiter - 1)) == 0
-    }
-
-    /// Notes the releasing access's call site, for the profiled waiters; call holding the state
-    /// exclusively.
-    @usableFromInline func noteHolder(file: StaticString, line: UInt) {
-        profile.holder = _Site(file, line)
-    }
+    @inlinable var onlyProfiledWaiters: Bool { flags & (_Flags.pendingWait | _Flags.sleepers) == 0 }
 
     /// Whether the access holding the state exclusively has a wait to record on release.
-    var hasPendingWait: Bool { word.load(ordering: .relaxed) & Self.pendingFlag != 0 }
+    var hasPendingWait: Bool { flags & _Flags.pendingWait != 0 }
 
     /// A profiled access starts waiting for the lock.
-    func profiledWaiterArrives() { word.add(Self.profiledWaiter, ordering: .relaxed) }
+    func profiledWaiterArrives() { exclusion_engine_flags_add(words, _Flags.profiledWaiter) }
 
     /// A profiled access stops waiting, without a wait to record on release.
-    func profiledWaiterLeaves() { word.subtract(Self.profiledWaiter, ordering: .relaxed) }
+    func profiledWaiterLeaves() { exclusion_engine_flags_subtract(words, _Flags.profiledWaiter) }
 
     /// A profiled access took the state exclusively; its wait is recorded on release.
-    func profiledWaiterTookOver(_ wait: _PendingWait) {
-        profile.pendingWait = wait
-        word.add(Self.pendingFlag - Self.profiledWaiter, ordering: .relaxed)
+    func profiledWaiterTookOver() { exclusion_engine_flags_add(words, _Flags.pendingWait &- _Flags.profiledWaiter) }
+
+    /// The pending wait is taken for recording.
+    func pendingWaitTaken() { exclusion_engine_flags_subtract(words, _Flags.pendingWait) }
+}
+
+extension _Engine {
+    /// Notes the releasing access's call site, for the profiled waiters; call holding the state
+    /// exclusively.
+    @usableFromInline func _noteHolder(file: StaticString, line: UInt) {
+        _side.profile.holder = _Site(file, line)
     }
 
     /// The pending wait, taken for recording once the state is released; call holding it.
-    func takePendingWait() -> _PendingWait? {
-        guard hasPendingWait else { return nil }
-        word.subtract(Self.pendingFlag, ordering: .relaxed)
-        defer { profile.pendingWait = nil }
-        return profile.pendingWait
+    func _takePendingWait() -> _PendingWait? {
+        guard _releaseWork.hasPendingWait else { return nil }
+        _releaseWork.pendingWaitTaken()
+        let side = _side
+        defer { side.profile.pendingWait = nil }
+        return side.profile.pendingWait
     }
 }
 
@@ -216,7 +218,7 @@ enum _Contention {
     /// Exclusion's own lock, not `Mutex`, whose futex ThreadSanitizer can't see.
     private final class _StripeLock: @unchecked Sendable {
         // @unchecked: `rows` is only touched with `lock` held.
-        private let lock = _Lock()
+        private let lock = _Lock.standalone()
         private var rows = _ContentionRows()
         func withLock<R>(_ body: (inout _ContentionRows) -> R) -> R {
             lock.lock()

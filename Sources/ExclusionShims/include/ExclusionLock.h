@@ -69,7 +69,12 @@ typedef struct {
 extern int exclusion_lock_fenced;
 
 /// Prepares `lock`, free.
-void exclusion_lock_init(exclusion_lock *lock);
+static inline void exclusion_lock_init(exclusion_lock *lock) {
+    lock->word = 0;
+    lock->sleepers = 0;
+    lock->waking = 0;
+    lock->quiet = 0;
+}
 
 /// Waits for `lock` and takes it: the slow half of `exclusion_lock_lock`.
 void exclusion_lock_wait(exclusion_lock *lock);

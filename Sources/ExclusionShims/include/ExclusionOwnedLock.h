@@ -47,7 +47,11 @@ typedef struct {
 } exclusion_lock;
 
 /// Prepares `lock`, free.
-void exclusion_lock_init(exclusion_lock *lock);
+static inline void exclusion_lock_init(exclusion_lock *lock) {
+    exclusion_system_lock_init(&lock->system);
+    lock->timed = 0;
+    lock->waking = 0;
+}
 
 /// Wakes a timed waiter: the slow half of `exclusion_lock_unlock`, once it found one counted.
 void exclusion_lock_wake(exclusion_lock *lock);

@@ -218,9 +218,7 @@ static inline void exclusion_word_changed(uint32_t *word) {
 #endif
 }
 
-#include "ExclusionLock.h"
-#include "ExclusionOwnedLock.h"
-#include "ExclusionReadersWriterLock.h"
+#include "ExclusionEngine.h"
 #include "ExclusionZlib.h"
 
 #endif

@@ -7,29 +7,33 @@ import Synchronization
 extension _Engine {
     @usableFromInline
     func _noteEntry(file: StaticString, line: UInt) {
-        _entryFile.store(UInt(bitPattern: file.utf8Start), ordering: .relaxed)
-        _entryFileLength.store(file.utf8CodeUnitCount, ordering: .relaxed)
-        _entryLine.store(line, ordering: .relaxed)
+        let side = _side
+        side.entryFile.store(UInt(bitPattern: file.utf8Start), ordering: .relaxed)
+        side.entryFileLength.store(file.utf8CodeUnitCount, ordering: .relaxed)
+        side.entryLine.store(line, ordering: .relaxed)
     }
 
     /// Where the access holding this instance (or the last one that held it) entered, as far as
     /// the watched accesses noted it.
     private var _lastEntry: String {
-        let address = _entryFile.load(ordering: .relaxed)
+        let side = _side
+        let address = side.entryFile.load(ordering: .relaxed)
         guard let start = UnsafePointer<UInt8>(bitPattern: address) else {
             return "a place no watched access noted (asynchronous work, or an access that doesn't wait)"
         }
         let file = String(
-            decoding: UnsafeBufferPointer(start: start, count: _entryFileLength.load(ordering: .relaxed)), as: UTF8.self
+            decoding: UnsafeBufferPointer(start: start, count: side.entryFileLength.load(ordering: .relaxed)),
+            as: UTF8.self
         )
-        return "\(file):\(_entryLine.load(ordering: .relaxed))"
+        return "\(file):\(side.entryLine.load(ordering: .relaxed))"
     }
 
     /// Starts watching a blocking wait on this instance that begins now, at `file`:`line`: it is
     /// reported once if it lasts past the stuck-wait threshold. End it when the wait ends.
     @usableFromInline
     func _watchWait(waitingFor what: String, file: StaticString, line: UInt) -> _WatchedWait {
-        _WatchedWait { self._reportStuck(waitingFor: what, file: file, line: line) }
+        let held = _held  // until the report is made, which may outlast the wait
+        return _WatchedWait { held.engine._reportStuck(waitingFor: what, file: file, line: line) }
     }
 
     func _reportStuck(waitingFor what: String, file: StaticString, line: UInt) {

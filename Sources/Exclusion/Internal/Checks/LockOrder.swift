@@ -8,18 +8,6 @@ import Glibc
 import Musl
 #endif
 
-/// An instance the lock-order check can name in its message.
-@usableFromInline
-protocol _LockOrderNamed: AnyObject {
-    var _typeName: String { get }
-    var label: String { get }
-}
-
-extension _LockOrderNamed {
-    /// Its type and label, as the messages show it: `Exclusive<Ledger> "bank ledger"`.
-    var _lockOrderName: String { "\(_typeName) \"\(label)\"" }
-}
-
 /// Lock-order deadlock detection: stops the process the first time two instances are nested in
 /// both orders, before any thread deadlocks on them.
 ///
@@ -53,21 +41,22 @@ enum _LockOrder {
 
     private static let graph = Graph()
 
-    /// Call before `thread` blocks for `instance` while it is inside other instances.
+    /// Call before `thread` blocks for the instance at `wanted`, named `name`, while it is inside
+    /// other instances.
     @usableFromInline
     static func willAcquire(
-        _ instance: some _LockOrderNamed, holding thread: _CurrentThread, file: StaticString, line: UInt
+        _ wanted: UnsafeRawPointer, named name: () -> String, holding thread: _CurrentThread, file: StaticString,
+        line: UInt
     ) {
         guard isEnabled else { return }
-        let wanted = UnsafeRawPointer(Unmanaged.passUnretained(instance as AnyObject).toOpaque())
-        graph.record(wanted, name: { instance._lockOrderName }, heldBy: thread, at: { "\(file):\(line)" })
+        graph.record(wanted, name: name, heldBy: thread, at: { "\(file):\(line)" })
     }
 
-    /// Call from `deinit`: the instance's address may be reused, and its edges must not be.
+    /// Call when the instance at `instance` goes: its address may be reused, and its edges must not be.
     @usableFromInline
-    static func forget(_ instance: AnyObject) {
+    static func forget(_ instance: UnsafeRawPointer) {
         guard hasInstances.load(ordering: .relaxed) else { return }
-        graph.remove(UnsafeRawPointer(Unmanaged.passUnretained(instance).toOpaque()))
+        graph.remove(instance)
     }
 }
 
@@ -76,7 +65,7 @@ extension _LockOrder {
     /// `deinit` of instances that were nested.
     private final class Graph: @unchecked Sendable {
         // @unchecked: `nodes` is only touched while `lock` is held.
-        private let lock = _Lock()
+        private let lock = _Lock.standalone()
         private var nodes: [UnsafeRawPointer: Node] = [:]
 
         struct Node {
@@ -125,7 +114,7 @@ extension _LockOrder {
         /// `ReadersWriter` are ever entered, so it can be asked for its name.
         private static func name(ofHeld instance: UnsafeRawPointer) -> String {
             let object = Unmanaged<AnyObject>.fromOpaque(instance).takeUnretainedValue()
-            return (object as? any _LockOrderNamed)?._lockOrderName ?? "an instance at \(instance)"
+            return (object as? any _EngineInstance)?._lockOrderName ?? "an instance at \(instance)"
         }
 
         /// The instances from `start` to `end` along recorded nestings, both included, if any.

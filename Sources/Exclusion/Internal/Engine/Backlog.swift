@@ -19,7 +19,8 @@ import Synchronization
 @usableFromInline
 final class _Backlog<Body>: @unchecked Sendable {
     // @unchecked: _jobs, _drainScheduled and _drainQueue are only touched while _lock is held;
-    // _spare only by the consumer, which holds the instance's state exclusively; _hasJobs is atomic.
+    // _spare only by the consumer, which holds the instance's state exclusively; the jobs flag in
+    // the instance's words is atomic, and only changed while _lock is held.
 
     @usableFromInline
     enum Job {
@@ -46,19 +47,24 @@ final class _Backlog<Body>: @unchecked Sendable {
     /// concurrency and the rest of the program share (where a few blocked drains would stall every
     /// task until the pool grows).
     private var _drainQueue: DispatchQueue?
-    @usableFromInline let _hasJobs = Atomic<Bool>(false)
     private var _spare: [Job] = []
+    /// The instance's words, whose jobs flag says whether any job waits here.
+    private let _releaseWork: _ReleaseWork
 
     /// Serializes the hand-out of deliveries, so they leave in the order the state was held.
-    private let deliveryLock = _Lock()
+    private let deliveryLock = _Lock.standalone()
+
+    init(_ releaseWork: _ReleaseWork) {
+        _releaseWork = releaseWork
+    }
 
     deinit {
-        deliveryLock.destroy()
+        deliveryLock.deallocate()
     }
 
     /// Whether any job is waiting. A thread always sees the jobs it submitted itself: only a
     /// consumer clears this, and a consumer holds the state until it has run what it took.
-    @inlinable var hasPending: Bool { _hasJobs.load(ordering: .relaxed) }
+    var hasPending: Bool { _releaseWork.hasJobs }
 
     /// Releases the state with `unlock`, then hands out `deliveries`.
     ///
@@ -79,7 +85,7 @@ final class _Backlog<Body>: @unchecked Sendable {
         _lock.lock()
         defer { _lock.unlock() }
         _jobs.append(job)
-        if !_hasJobs.load(ordering: .relaxed) { _hasJobs.store(true, ordering: .relaxed) }
+        _releaseWork.jobsArrive()
         guard !_drainScheduled else { return nil }
         _drainScheduled = true
         if let queue = _drainQueue { return queue }
@@ -96,7 +102,7 @@ final class _Backlog<Body>: @unchecked Sendable {
     func runAll(_ deliveries: inout Outbox, apply: (Body) -> Void) {
         _lock.lock()
         swap(&_jobs, &_spare)
-        _hasJobs.store(false, ordering: .relaxed)
+        _releaseWork.jobsTaken()
         _lock.unlock()
         for job in _spare { _run(job, &deliveries, apply) }
         _spare.removeAll(keepingCapacity: true)
@@ -109,7 +115,7 @@ final class _Backlog<Body>: @unchecked Sendable {
         let end = _jobs.firstIndex { !$0.isShared } ?? _jobs.endIndex
         let batch = Array(_jobs[..<end])
         _jobs.removeFirst(end)
-        _hasJobs.store(!_jobs.isEmpty, ordering: .relaxed)
+        if _jobs.isEmpty { _releaseWork.jobsTaken() }
         _lock.unlock()
         for job in batch { _run(job, &deliveries, apply) }
     }

@@ -8,7 +8,7 @@ extension _Engine {
     /// that would mean waiting. The first half of an awaited shared access.
     @inlinable @inline(__always)
     func tryTakeShared(_ thread: _CurrentThread) -> Lock.SharedTicket? {
-        guard !_backlog.hasPending else { return nil }
+        guard !_releaseWork.hasJobs else { return nil }
         return _lock.tryLockShared(thread: thread.index)
     }
 
@@ -119,10 +119,13 @@ extension _Engine {
     @usableFromInline
     func _enqueue(_ job: _Backlog<Plain>.Job) {
         if let queue = _backlog.submit(job, label: label) {
+            // The drain holds the instance until it is done; jobs in the backlog run only while
+            // something holds it.
+            let held = _held
             if let explorer = _CurrentThread()._scheduleController {  // schedule seam
-                return explorer.drainScheduled(for: ScheduledInstance(self)) { self._drain() }
+                return explorer.drainScheduled(for: _scheduledInstance) { held.engine._drain() }
             }
-            queue.async { self._drain() }
+            queue.async { held.engine._drain() }
         }
     }
 
@@ -137,7 +140,7 @@ extension _Engine {
                 let ticket =
                     _lock.lockSharedQuickly(thread: thread.index)
                     ?? _waitShared(thread, before: nil, file: "(asynchronous work)", line: 0, observers: .watch)!
-                thread.enter(self, .shared)
+                thread.enter(_identity, .shared)
                 var deliveries = Outbox()
                 _backlog.runLeadingShared(&deliveries, apply: _apply)
                 thread.leave()

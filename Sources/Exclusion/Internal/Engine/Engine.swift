@@ -15,71 +15,235 @@ import Synchronization
 ///
 /// This file is what every access reads, in the order it reads it: the engine, the thread's
 /// record, the checks before an access, taking and releasing the state, the one wait for the lock,
-/// backing off for a granted waiter, and the word a release reads. `Internal/README.md` follows
-/// one access through the engine, step by step, for each way it can go: uncontended, contended,
-/// timed, awaited, profiled and explored.
+/// backing off for a granted waiter, and the words an access and a release read. `Internal/README.md`
+/// follows one access through the engine, step by step, for each way it can go: uncontended,
+/// contended, timed, awaited, profiled and explored.
 ///
-/// The engine is the instance as far as thread tracking and the lock-order check are concerned;
-/// each public instance owns exactly one.
+/// **One object.** Users make an instance per object they share, so an instance costs what a lock
+/// does: one allocation, the public object itself. `Exclusive` and `ReadersWriter` declare no
+/// stored property; they are made by `make` with tail-allocated storage (`ManagedBufferPointer`
+/// over their class) that holds, as its header, the lock and the instance's words (`Lock.Storage`)
+/// and the label if one was given, and the state as its one element. The engine is a view of that
+/// storage. What only some instances need (the backlog of submitted work, the wait list, a
+/// profile's notes, where a watched access entered) is in side structures (`_EngineSide`), made
+/// the first time something needs them. The storage never moves while the instance lives, so the
+/// engine hands out its addresses, to the lock and to the accessors' closures.
+///
+/// Work that waits holds the instance strongly only while it is set up or runs: an iterator of
+/// `values` waits without it, so that an instance nobody else holds goes away and ends it.
 @usableFromInline
-final class _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
-    // @unchecked: _state is only read with _lock held (shared or exclusively) and only changed
-    // with it held exclusively; everything else is immutable or guards itself. The public types
-    // decide which states may cross threads (`Exclusive` through `sending`, `ReadersWriter` by
-    // requiring `Sendable` for its asynchronous accessors).
+struct _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
+    // @unchecked: the state is only read with the lock held (shared or exclusively) and only
+    // changed with it held exclusively; the words are atomic; the label never changes after the
+    // instance is made; the side structures guard themselves. The public types decide which states
+    // may cross threads (`Exclusive` through `sending`, `ReadersWriter` by requiring `Sendable` for
+    // its asynchronous accessors).
 
     /// A plain asynchronous body, applied to the state without wrapping it in another closure.
     @usableFromInline typealias Plain = @Sendable (inout sending State) -> Void
 
-    @usableFromInline let label: String
-    /// The public type's name without its generic argument, such as `"Exclusive"`.
-    private let _kind: StaticString
-    @usableFromInline let _state: UnsafeMutablePointer<State>
-    @usableFromInline let _backlog = _Backlog<Plain>()
-    @usableFromInline let _waitList: _WaitList<State>
-    /// What an exclusive release has to do besides unlocking; the wait list's, held here too so that
-    /// a release reaches it in one step.
-    @usableFromInline let _releaseWork: _ReleaseWork
-    /// Whether blocking waits on this instance are watched and reported (`_StuckWait`); decided
-    /// when it is created, so that an unwatched access pays one predictable branch.
-    @usableFromInline let _watchesWaits: Bool
-    /// Where the last watched access entered: the file's UTF-8 start and length, and the line.
-    @usableFromInline let _entryFile = Atomic<UInt>(0)
-    @usableFromInline let _entryFileLength = Atomic<Int>(0)
-    @usableFromInline let _entryLine = Atomic<UInt>(0)
+    /// An instance's storage, with its lock, words and label as the header and the state as the one
+    /// element.
+    @usableFromInline typealias Storage = ManagedBufferPointer<_EngineHeader<Lock.Storage>, State>
 
-    /// Last, so that the fields above have offsets known at compile time whatever the lock is.
-    @usableFromInline let _lock = Lock()
+    /// The instance, not retained: the engine is a view for the time of a call on the instance,
+    /// which holds it. Work that outlives the call (a drain, a report) holds `_instance` instead.
+    @usableFromInline unowned(unsafe) let _object: AnyObject
 
-    init(_ initialState: sending State, kind: StaticString, label: String) {
-        self.label = label
-        _waitList = _WaitList()
-        _releaseWork = _waitList.releaseWork
-        _watchesWaits = _StuckWait.threshold != nil
-        _kind = kind
-        _state = .allocate(capacity: 1)
-        _state.initialize(to: initialState)
-        _ = ContentionProfile.fromEnvironment  // starts the run's profile, if one is asked for
+    /// The engine of `instance`, which `make` made.
+    @inlinable init(of instance: AnyObject) {
+        _object = instance
     }
 
-    deinit {
-        // Only work submitted with a condition can still wait here: nobody is left to change the
-        // state, so its condition will never hold. It must still hear back exactly once.
-        _waitList.endAll()
-        _LockOrder.forget(self)
+    /// A new instance of `Instance` holding `initialState`: one allocation. `Instance` is a class that
+    /// declares no stored property and whose `deinit` calls `tearDown()`. `label` nil is the default
+    /// label, made only when a message needs it.
+    @inlinable
+    static func make<Instance: AnyObject>(
+        _ initialState: sending State, label: String?, as instance: Instance.Type
+    ) -> Instance {
+        let storage = Storage(bufferClass: Instance.self, minimumCapacity: 1) { _, _ in
+            _EngineHeader(storage: Lock.unprepared, label: label)
+        }
+        storage.withUnsafeMutablePointers { header, state in
+            let base = UnsafeMutableRawPointer(Unmanaged.passUnretained(storage.buffer).toOpaque())
+            assert(
+                UnsafeMutableRawPointer(header) == base + _headerOffset
+                    && UnsafeMutableRawPointer(state) == base + _stateOffset)
+            assert(MemoryLayout<_EngineHeader<Lock.Storage>>.offset(of: \.storage) == 0)
+            Lock.prepare(
+                UnsafeMutableRawPointer(header).assumingMemoryBound(to: Lock.Storage.self), flags: _newInstanceFlags)
+            state.initialize(to: initialState)
+        }
+        // The storage is its object and nothing else (`ManagedBufferPointer` is a frozen struct of one
+        // reference): cast, it hands its reference over without a retain and a release.
+        return unsafeBitCast(consume storage, to: Instance.self)
+    }
+
+    /// The flags a new instance starts with; the first call starts the run's contention profile,
+    /// if the environment asks for one.
+    @inlinable static var _newInstanceFlags: UInt64 { _EngineStart.flags }
+
+    /// Ends what waits and destroys what the instance holds; call once, from its `deinit`.
+    @usableFromInline
+    func tearDown() {
+        if let side = _existingSide {
+            // Nothing can reach the state any more, so no value will change: iterators of `values`
+            // end. Work submitted with a condition can still wait: nobody is left to change the
+            // state, so its condition will never hold. It must still hear back exactly once.
+            side.waitList.endObservations()
+            side.waitList.endAll()
+            side.waitList.detach()  // a timer firing late may still reach the list, but not the words
+            Unmanaged.passUnretained(side).release()
+        }
+        _LockOrder.forget(_identity)
+        Lock.destroy(_storage)
+        // The storage's class must destroy what it holds (`ManagedBufferPointer`).
         _state.deinitialize(count: 1)
-        _state.deallocate()
-        _lock.destroy()
+        _header.deinitialize(count: 1)
+    }
+
+    // MARK: - Where the engine keeps things
+
+    /// The public instance.
+    @inlinable var _instance: AnyObject { _object }
+
+    /// The instance held, for work that outlives the call on it (a drain, a report), which makes
+    /// its engine from it.
+    var _held: _Held { _Held(instance: _object) }
+
+    /// An instance held, which work that outlives a call on it carries.
+    struct _Held: @unchecked Sendable {
+        // @unchecked: the instance is an `Exclusive` or a `ReadersWriter`, made by `make`, whose
+        // storage guards itself (see `_Engine`).
+        let instance: AnyObject
+
+        var engine: _Engine { _Engine(of: instance) }
+    }
+
+    /// What threads' records, the lock-order check and the contention profile know the instance by:
+    /// its address.
+    @inlinable var _identity: UnsafeRawPointer { UnsafeRawPointer(_base) }
+
+    /// The instance's address, from which its storage is laid out.
+    @inlinable var _base: UnsafeMutableRawPointer { Unmanaged.passUnretained(_object).toOpaque() }
+
+    /// Where `ManagedBufferPointer` puts the header and the element in an object, which `make`
+    /// checks: past the object's own header of two words, each at its alignment. Computed here so
+    /// that a view of the storage needs no reference of its own (`ManagedBufferPointer` holds one,
+    /// which every access would retain and release).
+    @inlinable static var _headerOffset: Int {
+        _roundUp(2 * MemoryLayout<UnsafeRawPointer>.size, to: MemoryLayout<_EngineHeader<Lock.Storage>>.alignment)
+    }
+
+    @inlinable static var _stateOffset: Int {
+        _roundUp(_headerOffset + MemoryLayout<_EngineHeader<Lock.Storage>>.size, to: MemoryLayout<State>.alignment)
+    }
+
+    @inlinable static func _roundUp(_ offset: Int, to alignment: Int) -> Int {
+        (offset + alignment - 1) & ~(alignment - 1)
+    }
+
+    @inlinable var _header: UnsafeMutablePointer<_EngineHeader<Lock.Storage>> {
+        (_base + Self._headerOffset).assumingMemoryBound(to: _EngineHeader<Lock.Storage>.self)
+    }
+
+    /// The lock and the words, at the start of the header (checked when an instance is made).
+    @inlinable var _storage: UnsafeMutablePointer<Lock.Storage> {
+        (_base + Self._headerOffset).assumingMemoryBound(to: Lock.Storage.self)
+    }
+
+    /// The state, the storage's one element.
+    @inlinable var _state: UnsafeMutablePointer<State> {
+        (_base + Self._stateOffset).assumingMemoryBound(to: State.self)
+    }
+
+    /// The instance's lock.
+    @inlinable var _lock: Lock { Lock(at: _storage) }
+
+    /// What an access and a release look at besides the lock.
+    @inlinable var _words: UnsafeMutablePointer<exclusion_engine_words> { Lock.words(_storage) }
+
+    @inlinable var _flags: UInt64 { exclusion_engine_flags(_words) }
+
+    /// What a release has to do besides unlocking: the words' view.
+    @inlinable var _releaseWork: _ReleaseWork { _ReleaseWork(_words) }
+
+    /// The side structures, made now if they aren't yet.
+    var _side: _EngineSide<State> { _existingSide ?? _makeSide() }
+
+    /// The side structures, if something has needed them.
+    var _existingSide: _EngineSide<State>? {
+        exclusion_engine_side(_words).map { Unmanaged<_EngineSide<State>>.fromOpaque($0).takeUnretainedValue() }
+    }
+
+    private func _makeSide() -> _EngineSide<State> {
+        let made = _EngineSide<State>(words: _words)
+        let retained = Unmanaged.passRetained(made)
+        if exclusion_engine_publish_side(_words, retained.toOpaque()) != 0 { return made }
+        retained.release()  // another thread's came first
+        return _existingSide!
+    }
+
+    var _backlog: _Backlog<Plain> { _side.backlog }
+    var _waitList: _WaitList<State> { _side.waitList }
+
+    // MARK: - Names
+
+    /// The name messages show: the one it was made with, or the default.
+    @usableFromInline var label: String {
+        _header.pointee.label ?? _typeName
     }
 
     /// The public type's full name, as messages show it: `Exclusive<Ledger>`.
-    @usableFromInline var _typeName: String { "\(_kind)<\(State.self)>" }
+    @usableFromInline var _typeName: String { "\(Lock.kind)<\(State.self)>" }
+
+    /// Its type and label, as the lock-order check's messages show it: `Exclusive<Ledger> "bank ledger"`.
+    var _lockOrderName: String { "\(_typeName) \"\(label)\"" }
 
     /// Whether the calling thread is inside an access of this instance right now.
-    var isAccessing: Bool { _CurrentThread().mode(in: self) != nil }
+    var isAccessing: Bool { _CurrentThread().mode(in: _identity) != nil }
 }
 
-extension _Engine: _LockOrderNamed {}
+/// What every new engine reads once per process: whether waits are watched, and the environment's
+/// contention profile, started then.
+@usableFromInline
+enum _EngineStart {
+    @usableFromInline static let flags: UInt64 = {
+        _ = ContentionProfile.fromEnvironment
+        return _StuckWait.threshold == nil ? 0 : _Flags.watched
+    }()
+}
+
+/// What an instance keeps in its storage's header: its lock and words, then the label it was given.
+@usableFromInline
+struct _EngineHeader<Storage> {
+    @usableFromInline var storage: Storage
+    @usableFromInline var label: String?
+
+    @inlinable init(storage: Storage, label: String?) {
+        self.storage = storage
+        self.label = label
+    }
+}
+
+/// Lets a public type's initializer be the instance `_Engine.make` made, which a class initializer
+/// can't be on its own: in a protocol extension an initializer may assign `self`.
+@usableFromInline
+protocol _MadeByEngine {}
+
+extension _MadeByEngine {
+    @inlinable init(_made instance: Self) {
+        self = instance
+    }
+}
+
+/// What the lock-order check and a schedule explorer ask of an instance they find in a thread's
+/// record, by its address: `Exclusive` and `ReadersWriter` answer for their engines.
+protocol _EngineInstance: AnyObject {
+    var _lockOrderName: String { get }
+    var _scheduledInstance: ScheduledInstance { get }
+}
 
 // MARK: - Checks before an access
 
@@ -116,7 +280,7 @@ extension _Engine {
             return _scheduledAccess(thread, .waiting, shared: shared, attempted, at: _Site(file, line))
         }
         checkNotInside(thread, attempting: attempted)
-        _LockOrder.willAcquire(self, holding: thread, file: file, line: line)
+        _LockOrder.willAcquire(_identity, named: { _lockOrderName }, holding: thread, file: file, line: line)
     }
 
     /// Before an access that never waits for the lock (it suspends, gives up or submits instead):
@@ -143,7 +307,7 @@ extension _Engine {
     /// Stops the process if this thread is inside this instance: waiting would never end.
     @inlinable
     func checkNotInside(_ thread: _CurrentThread, attempting attempted: String) {
-        guard let mode = thread.mode(in: self) else { return }
+        guard let mode = thread.mode(in: _identity) else { return }
         _reentrantAccess(type: _typeName, label: label, attempted: attempted, holding: Lock.describe(mode))
     }
 }
@@ -170,17 +334,17 @@ struct _CurrentThread {
         _record = exclusion_current_thread()
     }
 
-    /// How this thread is inside an access of `instance`, or nil if it is not.
+    /// How this thread is inside an access of the instance at `instance`, or nil if it is not.
     @inlinable @inline(__always)
-    func mode(in instance: AnyObject) -> Mode? {
-        let held = exclusion_thread_holds(_record, Unmanaged.passUnretained(instance).toOpaque())
+    func mode(in instance: UnsafeRawPointer) -> Mode? {
+        let held = exclusion_thread_holds(_record, instance)
         return held == 0 ? nil : Mode(rawValue: held - 1)
     }
 
-    /// Call right after this thread gained access to `instance`.
+    /// Call right after this thread gained access to the instance at `instance`.
     @inlinable @inline(__always)
-    func enter(_ instance: AnyObject, _ mode: Mode) {
-        exclusion_thread_enter(_record, Unmanaged.passUnretained(instance).toOpaque(), mode.rawValue)
+    func enter(_ instance: UnsafeRawPointer, _ mode: Mode) {
+        exclusion_thread_enter(_record, instance, mode.rawValue)
     }
 
     /// Call right before this thread gives up the access it entered last.
@@ -221,10 +385,23 @@ extension _Engine {
         if !_lock.lockExclusiveIfFree() {
             _ = _waitExclusively(before: nil, file: file, line: line, observers: profiled ? .access : .watch)
         }
-        if _watchesWaits, notingEntry { _noteEntry(file: file, line: line) }
-        if _releaseWork.isReserved { _ = _backOffForGrantee(before: nil) }
+        if _flags & (_Flags.watched | _Flags.reserved) != 0 {
+            _enteringWatchedOrReserved(file: file, line: line, notingEntry: notingEntry)
+        }
         return _enteredExclusively(thread)
     }
+
+    /// Past the lock, where waits are watched or the state is promised to a granted waiter: notes
+    /// where this access entered, and lets go until the grantee has run.
+    @usableFromInline @inline(never)
+    func _enteringWatchedOrReserved(file: StaticString, line: UInt, notingEntry: Bool) {
+        if _watchesWaits, notingEntry { _noteEntry(file: file, line: line) }
+        if _releaseWork.isReserved { _ = _backOffForGrantee(before: nil) }
+    }
+
+    /// Whether blocking waits on this instance are watched and reported (`_StuckWait`); decided
+    /// when it is made.
+    @inlinable var _watchesWaits: Bool { _flags & _Flags.watched != 0 }
 
     /// Takes the state exclusively by `deadline` (as long as it takes if nil), and runs everything
     /// submitted earlier; nil, not holding it, if the deadline passed first. The entry isn't
@@ -297,7 +474,7 @@ extension _Engine {
         _ thread: _CurrentThread, _ deliveries: borrowing Outbox, file: StaticString, line: UInt
     ) {
         if _releaseWork.onlyProfiledWaiters {
-            _releaseWork.noteHolder(file: file, line: line)
+            _noteHolder(file: file, line: line)
             _leaveAndUnlock(thread, deliveries)
         } else {
             _serveWaitersAndUnlock(thread, copy deliveries, file: file, line: line)
@@ -324,7 +501,7 @@ extension _Engine {
     func shared<R, E: Error>(
         _ thread: _CurrentThread, file: StaticString, line: UInt, _ body: (State) throws(E) -> R
     ) throws(E) -> R {
-        if _backlog.hasPending {
+        if _releaseWork.hasJobs {
             let outbox = takeExclusively(thread, file: file, line: line)
             defer { releaseExclusively(thread, outbox, file: file, line: line) }
             return try body(_state.pointee)
@@ -351,7 +528,7 @@ extension _Engine {
     func _runShared<R, E: Error>(
         _ thread: _CurrentThread, holding ticket: Lock.SharedTicket, _ body: (State) throws(E) -> R
     ) throws(E) -> R {
-        thread.enter(self, .shared)
+        thread.enter(_identity, .shared)
         defer {
             thread.leave()
             _lock.unlockShared(ticket)
@@ -363,12 +540,18 @@ extension _Engine {
     /// was submitted earlier, so it goes first. Returns the outbox for the rest of the access.
     @inlinable @inline(__always)
     func _enteredExclusively(_ thread: _CurrentThread) -> Outbox {
-        thread.enter(self, .exclusive)
+        thread.enter(_identity, .exclusive)
         var outbox = Outbox()
-        if _backlog.hasPending {
-            _backlog.runAll(&outbox, apply: _apply)
+        if _releaseWork.hasJobs {
+            _runJobs(&outbox)
         }
         return outbox
+    }
+
+    /// Runs everything submitted so far, with the state held exclusively.
+    @usableFromInline @inline(never)
+    func _runJobs(_ outbox: inout Outbox) {
+        _backlog.runAll(&outbox, apply: _apply)
     }
 
     /// Applies a plain asynchronous body; call with the state held exclusively.
@@ -384,8 +567,8 @@ extension _Engine {
         _ thread: _CurrentThread, _ deliveries: consuming Outbox, skipping joiner: _WaiterID? = nil,
         file: StaticString = "", line: UInt = 0
     ) {
-        let pending = _releaseWork.takePendingWait()
-        if _releaseWork.hasProfiledWaiters { _releaseWork.noteHolder(file: file, line: line) }
+        let pending = _takePendingWait()
+        if _releaseWork.hasProfiledWaiters { _noteHolder(file: file, line: line) }
         var deliveries = deliveries
         var woken: DispatchSemaphore?
         serving: while _releaseWork.hasSleepers {
@@ -519,49 +702,75 @@ extension _Engine {
 
 // MARK: - What an access looks at besides the lock
 
-/// What an exclusive access has to look at besides the lock: whether the state is promised to a
-/// granted waiter (read once the lock is taken), and what its release has to do besides giving
-/// the lock back, in one word that every release reads, so that a release with nothing to do
-/// pays one load:
+/// The bits of an instance's flags (`exclusion_engine_words`), which an access reads once it holds
+/// the lock and a release reads before it lets go, one load each:
 ///
-/// - the low 32 bits count the wait list's sleepers, whose conditions the release checks;
-/// - from bit 32, a contention profile's waiters for the lock, who want the releaser's call site
-///   (the holder they waited for);
-/// - bit 62 says that the access holding the state waited while profiled, and its wait is to be
-///   recorded once the state is released.
-///
-/// One object per instance, apart from the engine, so that waiters changing the word don't take
-/// away the cache line that every access of the instance reads; the wait list publishes both here
-/// (`_WaitList._mutate`).
+/// - bits 0 to 23 count the wait list's sleepers, whose conditions a release checks;
+/// - `jobs`: the backlog holds submitted work, which an access runs first;
+/// - `reserved`: the state is promised to a granted waiter, which an access backs off for;
+/// - `watched`: waits on this instance are watched (`Checks/`), so an access notes where it
+///   entered, for the report;
+/// - `pendingWait` and, from bit 32, the count of a contention profile's waiters for the lock, who
+///   want the releaser's call site (the holder they waited for); `pendingWait` says that the
+///   access holding the state waited while profiled, and its wait is to be recorded once it lets
+///   go (`Profiling/`).
 @usableFromInline
-final class _ReleaseWork: @unchecked Sendable {
-    // @unchecked: `profile` is only touched with the instance's state held exclusively (its
-    // holder read with it held shared too); the word and the flag are atomic.
+enum _Flags {
+    @usableFromInline static var sleepers: UInt64 { (1 << 24) - 1 }
+    @usableFromInline static var jobs: UInt64 { 1 << 24 }
+    @usableFromInline static var reserved: UInt64 { 1 << 25 }
+    @usableFromInline static var watched: UInt64 { 1 << 26 }
+    @usableFromInline static var pendingWait: UInt64 { 1 << 27 }
+    @usableFromInline static var profiledWaiter: UInt64 { 1 << 32 }
+    @usableFromInline static var profiledWaiters: UInt64 { ~(profiledWaiter - 1) }
 
-    @usableFromInline let word = Atomic<Int>(0)
-    /// Whether the state is promised to a granted thread. Set with the state held exclusively, so
-    /// a thread holding it reads it right; cleared when the grantee takes the state up, or leaves.
-    @usableFromInline let reserved = Atomic<Bool>(false)
-    /// A contention profile's notes on this instance's waits (`Profiling/`).
-    var profile = _ProfileNotes()
+    /// What an access that has just taken the lock must do something about.
+    @usableFromInline static var onEntry: UInt64 { jobs | reserved | watched }
+    /// What a release must do something about.
+    @usableFromInline static var onRelease: UInt64 { sleepers | pendingWait | profiledWaiters }
+}
 
-    /// The word's layout. The bits from 32 up are the profile's (`Profiling/`).
-    @usableFromInline static var profiledWaiter: Int { 1 << 32 }
-    @usableFromInline static var pendingFlag: Int { 1 << 62 }
+/// What an exclusive access has to look at besides the lock, in the instance's words: whether the
+/// state is promised to a granted waiter (read once the lock is taken), and what its release has
+/// to do besides giving the lock back (`_Flags`). The wait list changes the sleepers' count and
+/// the grant (`_WaitList._mutate`); a profile its own bits (`Profiling/`).
+@usableFromInline
+struct _ReleaseWork: @unchecked Sendable {
+    // @unchecked: the words are only touched through their atomic functions.
 
-    init() {}
+    @usableFromInline let words: UnsafeMutablePointer<exclusion_engine_words>
+
+    @inlinable init(_ words: UnsafeMutablePointer<exclusion_engine_words>) {
+        self.words = words
+    }
+
+    @inlinable var flags: UInt64 { exclusion_engine_flags(words) }
 
     /// Whether the state is promised to a granted thread; read with the state held exclusively.
-    @inlinable var isReserved: Bool { reserved.load(ordering: .relaxed) }
+    @inlinable var isReserved: Bool { flags & _Flags.reserved != 0 }
 
     /// Whether the release has anything to do; exact for sleepers with the state held exclusively
     /// (a waiter only starts sleeping with it held).
-    @inlinable var isDue: Bool { word.load(ordering: .relaxed) != 0 }
+    @inlinable var isDue: Bool { flags & _Flags.onRelease != 0 }
 
-    // MARK: - The wait list's sleepers
+    // MARK: - The wait list's sleepers and grant
 
-    var sleepers: Int { word.load(ordering: .sequentiallyConsistent) & (Self.profiledWaiter - 1) }
-    var hasSleepers: Bool { word.load(ordering: .relaxed) & (Self.profiledWaiter - 1) != 0 }
-    func sleepersArrive(_ count: Int) { word.add(count, ordering: .relaxed) }
-    func sleepersLeave(_ count: Int) { word.subtract(count, ordering: .relaxed) }
+    var sleepers: Int { Int(exclusion_engine_flags_ordered(words) & _Flags.sleepers) }
+    var hasSleepers: Bool { flags & _Flags.sleepers != 0 }
+    func sleepersArrive(_ count: Int) { exclusion_engine_flags_add(words, UInt64(count)) }
+    func sleepersLeave(_ count: Int) { exclusion_engine_flags_subtract(words, UInt64(count)) }
+
+    /// Whether the state is promised, ordered with the grant's end (`_WaitList.grantToWaitFor`).
+    var isReservedOrdered: Bool { exclusion_engine_flags_ordered(words) & _Flags.reserved != 0 }
+    func reserve() { exclusion_engine_flags_set(words, _Flags.reserved) }
+    /// Ends the promise, ordered before the grant's end is counted.
+    func endReservation() { exclusion_engine_flags_clear(words, _Flags.reserved) }
+
+    // MARK: - The backlog's jobs
+
+    /// Whether the backlog holds jobs. A thread always sees the jobs it submitted itself: only a
+    /// consumer clears this, and a consumer holds the state until it has run what it took.
+    @inlinable var hasJobs: Bool { flags & _Flags.jobs != 0 }
+    func jobsArrive() { if !hasJobs { exclusion_engine_flags_set(words, _Flags.jobs) } }
+    func jobsTaken() { exclusion_engine_flags_clear(words, _Flags.jobs) }
 }

@@ -93,22 +93,17 @@ public struct ScheduledInstance: Sendable {
     public let label: String
     /// Its type, such as `Exclusive<Int>`.
     public let typeName: String
-    private let engine: any _ScheduleInspectable
+    private let _hasPendingWork: @Sendable () -> Bool
 
-    init(_ engine: some _ScheduleInspectable) {
-        id = ObjectIdentifier(engine)
-        label = engine.label
-        typeName = engine._typeName
-        self.engine = engine
+    init(id: ObjectIdentifier, label: String, typeName: String, hasPendingWork: @escaping @Sendable () -> Bool) {
+        self.id = id
+        self.label = label
+        self.typeName = typeName
+        _hasPendingWork = hasPendingWork
     }
 
     /// Whether submitted work waits: a read then takes the state exclusively, after that work.
-    public var hasPendingWork: Bool { engine._hasPendingWork }
-}
-
-/// What `ScheduledInstance` asks of an engine.
-protocol _ScheduleInspectable: _LockOrderNamed, Sendable {
-    var _hasPendingWork: Bool { get }
+    public var hasPendingWork: Bool { _hasPendingWork() }
 }
 
 /// What a schedule explorer does to the threads it runs.
@@ -142,9 +137,9 @@ public enum ScheduleSeam {
         return (first..<min(thread.depth, UInt32(EXCLUSION_TRACKED_DEPTH))).compactMap { level in
             // Alive: the thread is inside it. Only engines are ever entered, but for the marks.
             guard let address = thread.held(at: level),
-                let engine = Unmanaged<AnyObject>.fromOpaque(address).takeUnretainedValue() as? any _ScheduleInspectable
+                let instance = Unmanaged<AnyObject>.fromOpaque(address).takeUnretainedValue() as? any _EngineInstance
             else { return nil }
-            return (ScheduledInstance(engine), thread.mode(in: engine) == .shared)
+            return (instance._scheduledInstance, thread.mode(in: address) == .shared)
         }
     }
 
@@ -184,8 +179,14 @@ extension _CurrentThread {
     }
 }
 
-extension _Engine: _ScheduleInspectable {
-    var _hasPendingWork: Bool { _backlog.hasPending }
+extension _Engine {
+    /// The instance as a schedule explorer sees it.
+    var _scheduledInstance: ScheduledInstance {
+        let held = _held
+        return ScheduledInstance(
+            id: ObjectIdentifier(_instance), label: label, typeName: _typeName,
+            hasPendingWork: { held.engine._releaseWork.hasJobs })
+    }
 
     /// Seams 1 and 2: an explored thread's access begins. The explorer checks nesting in
     /// Exclusion's place (re-entrancy, and the lock order as Exclusion would), to report misuse as a
@@ -205,7 +206,7 @@ extension _Engine: _ScheduleInspectable {
         // The call site without its module: `Transfers.swift:12`.
         let file = site.file?.split(separator: "/").last.map(String.init)
         thread._scheduleController!.willAcquire(
-            ScheduledInstance(self), access, site: file.map { "\($0):\(site.line)" } ?? "")
+            _scheduledInstance, access, site: file.map { "\($0):\(site.line)" } ?? "")
     }
 
     /// Seam 2: an explored thread's condition was false, with the state held. Instead of the wait
@@ -220,7 +221,7 @@ extension _Engine: _ScheduleInspectable {
         var outbox = outbox
         while true {
             releaseExclusively(thread, outbox, file: file, line: line)
-            if controller.conditionUnmet(on: ScheduledInstance(self), canTimeOut: limit != nil), let limit {
+            if controller.conditionUnmet(on: _scheduledInstance, canTimeOut: limit != nil), let limit {
                 throw limit.error(on: label, waitingFor: .conditionFalse)
             }
             // The explorer lets the thread on only while nothing holds the state: this doesn't wait.

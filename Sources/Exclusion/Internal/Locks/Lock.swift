@@ -13,21 +13,28 @@ import ExclusionShims
 /// a plain store, and why sleepers are still never missed); on Apple platforms it is
 /// `os_unfair_lock`, which lends a waiter's priority to the holder, with a timed wait beside it
 /// that sleeps instead of polling (`ExclusionOwnedLock.h`). `ExclusionPlatform.h` says which.
+///
+/// A view of a lock that lives elsewhere: an instance's lock is in the instance itself
+/// (`_Engine`); a lock beside one is made with `standalone()`.
 @usableFromInline
 struct _Lock: @unchecked Sendable {
     // @unchecked: the pointee is only touched through the lock's own functions.
     @usableFromInline let _handle: UnsafeMutablePointer<exclusion_lock>
 
-    @usableFromInline
-    init() {
-        _handle = .allocate(capacity: 1)
-        exclusion_lock_init(_handle)
+    @inlinable
+    init(_ handle: UnsafeMutablePointer<exclusion_lock>) {
+        _handle = handle
     }
 
-    /// Frees the lock; call once, when no thread can reach it any more: not merely when it is free,
-    /// but when every thread that called into it has returned.
-    @usableFromInline
-    func destroy() {
+    /// A lock of its own, free; `deallocate()` it once no thread can reach it any more: not merely
+    /// when it is free, but when every thread that called into it has returned.
+    static func standalone() -> _Lock {
+        let handle = UnsafeMutablePointer<exclusion_lock>.allocate(capacity: 1)
+        exclusion_lock_init(handle)
+        return _Lock(handle)
+    }
+
+    func deallocate() {
         _handle.deallocate()
     }
 
@@ -68,8 +75,13 @@ struct _Lock: @unchecked Sendable {
 
 /// What the access engine needs from a lock: exclusive access, and shared access if the lock has
 /// any. This is the one thing `Exclusive` and `ReadersWriter` do differently.
+///
+/// A conforming type is a view of a lock that lives in the instance: its `Storage`, kept inline
+/// with the instance's words (`exclusion_engine_words`) in the engine object.
 @usableFromInline
 protocol _EngineLock: Sendable {
+    /// What an instance keeps inline: the lock and the instance's words, as a C struct.
+    associatedtype Storage
     /// What a thread keeps while it holds the lock shared, to give it back.
     associatedtype SharedTicket
 
@@ -77,12 +89,23 @@ protocol _EngineLock: Sendable {
     /// shared work.
     static var sharesAccess: Bool { get }
 
+    /// The public type's name without its generic argument, such as `"Exclusive"`.
+    static var kind: StaticString { get }
+
     /// How a thread inside an instance in `mode` is described in re-entrancy messages.
     static func describe(_ mode: _CurrentThread.Mode) -> String
 
-    init()
-    /// Frees the lock; called once, from the engine's `deinit`.
-    func destroy()
+    /// Storage as a new instance is made with, before `prepare` runs on it in place.
+    static var unprepared: Storage { get }
+    /// Prepares the lock and the words (with `flags`) at `storage`, where they will stay.
+    static func prepare(_ storage: UnsafeMutablePointer<Storage>, flags: UInt64)
+    /// Frees what the lock holds besides its storage; called once, from the engine's `deinit`.
+    static func destroy(_ storage: UnsafeMutablePointer<Storage>)
+    /// The instance's words in `storage`.
+    static func words(_ storage: UnsafeMutablePointer<Storage>) -> UnsafeMutablePointer<exclusion_engine_words>
+
+    /// The lock at `storage`.
+    init(at storage: UnsafeMutablePointer<Storage>)
 
     /// Exclusive access if no other thread holds the lock, and false, holding nothing, if one does:
     /// the engine's quick path, which sends a contended acquisition out of line. Unlike
@@ -110,9 +133,31 @@ protocol _EngineLock: Sendable {
 
 /// `Exclusive`'s lock: every access is exclusive.
 extension _Lock: _EngineLock {
+    @usableFromInline typealias Storage = exclusion_exclusive_storage
+
     @usableFromInline static var sharesAccess: Bool { false }
+    @usableFromInline static var kind: StaticString { "Exclusive" }
 
     @usableFromInline static func describe(_ mode: _CurrentThread.Mode) -> String { "an access" }
+
+    @inlinable static var unprepared: Storage { Storage() }
+
+    @inlinable static func prepare(_ storage: UnsafeMutablePointer<Storage>, flags: UInt64) {
+        exclusion_engine_words_init(exclusion_exclusive_words(storage), flags)
+        exclusion_lock_init(exclusion_exclusive_lock(storage))
+    }
+
+    @usableFromInline static func destroy(_ storage: UnsafeMutablePointer<Storage>) {}
+
+    @inlinable static func words(
+        _ storage: UnsafeMutablePointer<Storage>
+    ) -> UnsafeMutablePointer<exclusion_engine_words> {
+        exclusion_exclusive_words(storage)
+    }
+
+    @inlinable init(at storage: UnsafeMutablePointer<Storage>) {
+        self.init(exclusion_exclusive_lock(storage))
+    }
 
     @inlinable func lockExclusiveIfFree() -> Bool { tryLock() }
     @inlinable func tryLockExclusive() -> Bool { tryLock() }
@@ -131,7 +176,31 @@ extension _Lock: _EngineLock {
 
 /// `ReadersWriter`'s lock: reads share it, writes hold it alone.
 extension _ReadersWriterLock: _EngineLock {
+    @usableFromInline typealias Storage = exclusion_readers_writer_storage
+
     @usableFromInline static var sharesAccess: Bool { true }
+    @usableFromInline static var kind: StaticString { "ReadersWriter" }
+
+    @usableFromInline static var unprepared: Storage { Storage() }
+
+    @usableFromInline static func prepare(_ storage: UnsafeMutablePointer<Storage>, flags: UInt64) {
+        exclusion_engine_words_init(exclusion_readers_writer_words(storage), flags)
+        storage.pointee.lock = exclusion_rwlock_create()
+    }
+
+    @usableFromInline static func destroy(_ storage: UnsafeMutablePointer<Storage>) {
+        exclusion_rwlock_destroy(storage.pointee.lock)
+    }
+
+    @inlinable static func words(
+        _ storage: UnsafeMutablePointer<Storage>
+    ) -> UnsafeMutablePointer<exclusion_engine_words> {
+        exclusion_readers_writer_words(storage)
+    }
+
+    @inlinable init(at storage: UnsafeMutablePointer<Storage>) {
+        self.init(storage.pointee.lock!)
+    }
 
     @usableFromInline static func describe(_ mode: _CurrentThread.Mode) -> String {
         mode == .shared ? "a read" : "a write"
@@ -142,9 +211,6 @@ extension _ReadersWriterLock: _EngineLock {
     /// No spin of its own: one try.
     @usableFromInline func spinExclusive() -> Bool { tryLockExclusive() }
     @usableFromInline func spinShared(thread: UInt32) -> SharedTicket? { tryLockShared(thread: thread) }
-
-    /// Nothing to do: the lock frees itself when the engine lets go of it.
-    @usableFromInline func destroy() {}
 }
 
 // MARK: - Deadlines

@@ -7,7 +7,7 @@ import ExclusionShims
 /// underlying lock; writes wait only for the reads that started before them, like a dispatch
 /// barrier; and every timed form sleeps until the lock is free or the deadline passes.
 @usableFromInline
-final class _ReadersWriterLock: @unchecked Sendable {
+struct _ReadersWriterLock: @unchecked Sendable {
     // @unchecked: the lock is only touched through its own functions, which are thread-safe.
 
     /// A reader's ticket: the slot it announced itself in, or `EXCLUSION_READ_SLOW` if it holds
@@ -17,13 +17,9 @@ final class _ReadersWriterLock: @unchecked Sendable {
     /// Opaque to Swift: the lock's slots are aligned in a way Swift can't import.
     @usableFromInline let _handle: OpaquePointer
 
-    @usableFromInline
-    init() {
-        _handle = exclusion_rwlock_create()
-    }
-
-    deinit {
-        exclusion_rwlock_destroy(_handle)
+    @inlinable
+    init(_ handle: OpaquePointer) {
+        _handle = handle
     }
 
     // MARK: - Readers

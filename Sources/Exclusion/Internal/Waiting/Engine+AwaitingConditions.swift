@@ -104,7 +104,7 @@ extension _Engine {
     /// With a `profile` (a contention profile runs, and the access is not an observer), the wait
     /// for the turn is recorded as a task's wait for the lock if the condition then holds, and
     /// the whole wait as a wait for the condition if it doesn't.
-    private func _enqueueTurn(of waiter: _WaiterID, profile: _ConditionWaitStart? = nil) {
+    func _enqueueTurn(of waiter: _WaiterID, profile: _ConditionWaitStart? = nil) {
         guard let profile else {
             return _enqueue(
                 .closure(isShared: false) { deliveries in
@@ -135,7 +135,7 @@ extension _Engine {
     @usableFromInline
     func sharedIfAvailable<R, E: Error>(_ thread: _CurrentThread, _ body: (State) throws(E) -> R) throws(E) -> R? {
         if let ticket = tryTakeShared(thread) { return try _runShared(thread, holding: ticket, body) }
-        guard _backlog.hasPending, let outbox = tryTakeExclusively(thread) else { return nil }
+        guard _releaseWork.hasJobs, let outbox = tryTakeExclusively(thread) else { return nil }
         defer { releaseExclusively(thread, outbox) }
         return try body(_state.pointee)
     }

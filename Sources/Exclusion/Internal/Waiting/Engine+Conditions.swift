@@ -81,7 +81,8 @@ extension _Engine {
         let semaphore = sleeper.semaphore
         // Reported once if it lasts past the stuck-wait threshold; the watch doesn't change how it
         // sleeps.
-        let watched = _watchesWaits ? _watchWait(waitingFor: "for its condition to hold, on", file: file, line: line) : nil
+        let watched =
+            _watchesWaits ? _watchWait(waitingFor: "for its condition to hold, on", file: file, line: line) : nil
         defer { watched?.end() }
         while true {
             if let limit {
@@ -135,7 +136,7 @@ extension _Engine {
         _ thread: _CurrentThread, when condition: @Sendable (State) -> Bool, limit: _TimeLimit?,
         file: StaticString, line: UInt, _ body: (State) throws -> R
     ) throws -> R {
-        if !_backlog.hasPending {
+        if !_releaseWork.hasJobs {
             guard
                 let ticket = _lock.lockSharedQuickly(thread: thread.index)
                     ?? _waitShared(thread, before: limit?.deadline, file: file, line: line)

@@ -28,7 +28,7 @@ import Musl
 /// Who waits is a `_WaitLine`, a value whose transitions say what to do; this class holds it
 /// under `_lock`, evaluates the conditions the line asks about, and carries out its actions.
 /// `_mutate` is the one place that publishes what releases and accesses read without the lock:
-/// the count of sleepers (`_ReleaseWork`) and whether the state is promised (`_ReleaseWork.reserved`, and
+/// the count of sleepers (`_ReleaseWork`) and whether the state is promised (`_Flags.reserved`, and
 /// `_grantsEnded` to sleep on until a grant ends).
 @usableFromInline
 final class _WaitList<State>: @unchecked Sendable {
@@ -38,11 +38,14 @@ final class _WaitList<State>: @unchecked Sendable {
     typealias Line = _WaitLine<_Sleeper, _WaitingJob>
     typealias Action = _WaitAction<_Sleeper, _WaitingJob>
 
-    let _lock = _Lock()
+    let _lock = _Lock.standalone()
     private var _line = Line()
-    /// The word every exclusive release reads, in which the list counts its sleepers (waiters in
-    /// the list not woken or granted): a release checks conditions only if some sleep.
-    let releaseWork = _ReleaseWork()
+    /// The instance's words, in which the list counts its sleepers (waiters in the list not woken
+    /// or granted; a release checks conditions only if some sleep) and marks the grant.
+    let releaseWork: _ReleaseWork
+    /// False once the instance has gone (`detach`): a timer that fires late still changes the
+    /// line, but no longer the words, which went with the instance. Only touched under `_lock`.
+    private var _attached = true
     /// Counts the grants that ended: what an access that backs off for a grantee sleeps on
     /// (`_Engine._backOffForGrantee`).
     private let _grantsEnded: UnsafeMutablePointer<Atomic<UInt32>> = {
@@ -51,10 +54,12 @@ final class _WaitList<State>: @unchecked Sendable {
         return word
     }()
 
-    init() {}
+    init(_ releaseWork: _ReleaseWork) {
+        self.releaseWork = releaseWork
+    }
 
     deinit {
-        _lock.destroy()
+        _lock.deallocate()
         _grantsEnded.deinitialize(count: 1)
         _grantsEnded.deallocate()
     }
@@ -67,21 +72,29 @@ final class _WaitList<State>: @unchecked Sendable {
         let sleepers = _line.sleepers
         let granted = _line.grantee != nil
         let result = transition(&_line)
+        guard _attached else { return result }
         if _line.sleepers > sleepers { releaseWork.sleepersArrive(_line.sleepers - sleepers) }
         if _line.sleepers < sleepers { releaseWork.sleepersLeave(sleepers - _line.sleepers) }
         switch (granted, _line.grantee != nil) {
         case (false, true):
-            releaseWork.reserved.store(true, ordering: .relaxed)
+            releaseWork.reserve()
         case (true, false):
             // Cleared, then counted: an access that read the count and then found the flag set
             // will see the count change (`grantToWaitFor`).
-            releaseWork.reserved.store(false, ordering: .sequentiallyConsistent)
+            releaseWork.endReservation()
             _grantsEnded.pointee.add(1, ordering: .sequentiallyConsistent)
             exclusion_word_changed(_grantsWord)
         default:
             break
         }
         return result
+    }
+
+    /// The instance is going: nothing may touch its words from now on. Call after `endAll`.
+    func detach() {
+        _lock.lock()
+        _attached = false
+        _lock.unlock()
     }
 
     func _look<R>(_ body: (Line) -> R) -> R {
@@ -122,7 +135,7 @@ final class _WaitList<State>: @unchecked Sendable {
     /// if `reserved` is still set after the count was read, the count will change.
     @inline(__always) func grantToWaitFor() -> UInt32? {
         let ended = _grantsEnded.pointee.load(ordering: .sequentiallyConsistent)
-        return releaseWork.reserved.load(ordering: .sequentiallyConsistent) ? ended : nil
+        return releaseWork.isReservedOrdered ? ended : nil
     }
 
     /// Lends the calling thread's priority to the granted thread, if a grant runs, where locks lend

@@ -1,0 +1,92 @@
+#ifndef EXCLUSION_ENGINE_H
+#define EXCLUSION_ENGINE_H
+
+#include "ExclusionLock.h"
+#include "ExclusionOwnedLock.h"
+#include "ExclusionReadersWriterLock.h"
+
+#include <stdint.h>
+
+/// The words of an instance that threads change without holding its state, kept in the instance
+/// beside its lock: what an access and a release must look at besides the lock (`flags`, whose
+/// bits the engine defines, `Engine.swift`), and the instance's side structures, made the first
+/// time something needs them (`side`, a retained object, NULL until then).
+///
+/// Swift reaches them only through the functions below, each with the ordering its caller needs.
+typedef struct {
+    uint64_t flags;
+    void *_Nullable side;
+} exclusion_engine_words;
+
+static inline void exclusion_engine_words_init(exclusion_engine_words *_Nonnull words, uint64_t flags) {
+    words->flags = flags;
+    words->side = 0;
+}
+
+/// The flags, for a look whose result the lock or a later look confirms.
+static inline uint64_t exclusion_engine_flags(const exclusion_engine_words *_Nonnull words) {
+    return __atomic_load_n(&words->flags, __ATOMIC_RELAXED);
+}
+
+/// The flags, ordered with every other sequentially consistent operation.
+static inline uint64_t exclusion_engine_flags_ordered(const exclusion_engine_words *_Nonnull words) {
+    return __atomic_load_n(&words->flags, __ATOMIC_SEQ_CST);
+}
+
+static inline void exclusion_engine_flags_add(exclusion_engine_words *_Nonnull words, uint64_t amount) {
+    __atomic_fetch_add(&words->flags, amount, __ATOMIC_RELAXED);
+}
+
+static inline void exclusion_engine_flags_subtract(exclusion_engine_words *_Nonnull words, uint64_t amount) {
+    __atomic_fetch_sub(&words->flags, amount, __ATOMIC_RELAXED);
+}
+
+static inline void exclusion_engine_flags_set(exclusion_engine_words *_Nonnull words, uint64_t bits) {
+    __atomic_fetch_or(&words->flags, bits, __ATOMIC_RELAXED);
+}
+
+/// Clears `bits`, ordered with every other sequentially consistent operation.
+static inline void exclusion_engine_flags_clear(exclusion_engine_words *_Nonnull words, uint64_t bits) {
+    __atomic_fetch_and(&words->flags, ~bits, __ATOMIC_SEQ_CST);
+}
+
+/// The side structures, if they have been made: acquiring, so that what was made in them before
+/// they were published is seen.
+static inline void *_Nullable exclusion_engine_side(const exclusion_engine_words *_Nonnull words) {
+    return __atomic_load_n(&words->side, __ATOMIC_ACQUIRE);
+}
+
+/// Publishes `side` if none is yet; 1 if it did, 0 if another thread's came first.
+static inline int exclusion_engine_publish_side(exclusion_engine_words *_Nonnull words, void *_Nonnull side) {
+    void *expected = 0;
+    return __atomic_compare_exchange_n(&words->side, &expected, side, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+// MARK: - What an instance holds inline
+
+/// An `Exclusive`'s words and lock, kept in the instance itself.
+typedef struct {
+    exclusion_engine_words words;
+    exclusion_lock lock;
+} exclusion_exclusive_storage;
+
+static inline exclusion_engine_words *_Nonnull exclusion_exclusive_words(exclusion_exclusive_storage *_Nonnull storage) {
+    return &storage->words;
+}
+
+static inline exclusion_lock *_Nonnull exclusion_exclusive_lock(exclusion_exclusive_storage *_Nonnull storage) {
+    return &storage->lock;
+}
+
+/// A `ReadersWriter`'s words, and its lock.
+typedef struct {
+    exclusion_engine_words words;
+    exclusion_rwlock *_Nullable lock;
+} exclusion_readers_writer_storage;
+
+static inline exclusion_engine_words *_Nonnull exclusion_readers_writer_words(
+    exclusion_readers_writer_storage *_Nonnull storage) {
+    return &storage->words;
+}
+
+#endif

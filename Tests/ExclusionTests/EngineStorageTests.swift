@@ -1,0 +1,76 @@
+import Testing
+
+@testable import Exclusion
+
+// An instance is one object: the public instance's storage, which `ManagedBufferPointer` lays out and
+// the engine reads at offsets of its own (so that a view of it retains nothing). The two must agree
+// for every state, whatever its size and alignment.
+
+/// `instance`'s engine finds its header and state where `ManagedBufferPointer` put them. (An engine
+/// is a view that holds nothing: the instance must outlive it, as it does here.)
+private func expectLayoutAgrees<Instance: AnyObject, State, Lock: _EngineLock>(
+    _ instance: Instance, _ engine: (Instance) -> _Engine<State, Lock>,
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
+    withExtendedLifetime(instance) {
+        let engine = engine(instance)
+        let buffer = _Engine<State, Lock>.Storage(unsafeBufferObject: instance)
+        buffer.withUnsafeMutablePointers { header, state in
+            #expect(
+                UnsafeMutableRawPointer(header) == UnsafeMutableRawPointer(engine._header),
+                sourceLocation: sourceLocation)
+            #expect(
+                UnsafeMutableRawPointer(state) == UnsafeMutableRawPointer(engine._state), sourceLocation: sourceLocation
+            )
+        }
+    }
+    #expect(MemoryLayout<_EngineHeader<Lock.Storage>>.offset(of: \.storage) == 0, sourceLocation: sourceLocation)
+}
+
+private struct Wide: Equatable {
+    var a: (Int64, Int64, Int64, Int64) = (1, 2, 3, 4)
+    var b: UInt8 = 5
+
+    static func == (lhs: Wide, rhs: Wide) -> Bool { lhs.a == rhs.a && lhs.b == rhs.b }
+}
+
+@Suite("An instance's storage")
+struct EngineStorageTests {
+    @Test func theEngineFindsTheStateAndHeaderWhereTheBufferPutThem() {
+        expectLayoutAgrees(Exclusive(7)) { $0._engine }
+        expectLayoutAgrees(Exclusive(UInt8(7))) { $0._engine }
+        expectLayoutAgrees(Exclusive("a string of some length, past the small-string limit")) { $0._engine }
+        expectLayoutAgrees(Exclusive(SIMD4<Float>(1, 2, 3, 4))) { $0._engine }
+        expectLayoutAgrees(Exclusive(Wide())) { $0._engine }
+        expectLayoutAgrees(Exclusive(())) { $0._engine }
+        expectLayoutAgrees(ReadersWriter(7)) { $0._engine }
+        expectLayoutAgrees(ReadersWriter(SIMD4<Float>(1, 2, 3, 4))) { $0._engine }
+        expectLayoutAgrees(ReadersWriter(Wide())) { $0._engine }
+    }
+
+    @Test func theStateIsWhatTheAccessesSee() {
+        let wide = Exclusive(Wide())
+        #expect(wide.access { $0 } == Wide())
+        wide.access { $0.b = 9 }
+        #expect(wide._engine._state.pointee.b == 9)
+        let vector = ReadersWriter(SIMD4<Float>(1, 2, 3, 4))
+        #expect(vector.read { $0 } == SIMD4<Float>(1, 2, 3, 4))
+    }
+
+    @Test func theDefaultLabelIsTheTypeAndAGivenOneIsKept() {
+        #expect(Exclusive(0).label == "Exclusive<Int>")
+        #expect(ReadersWriter([String]()).label == "ReadersWriter<Array<String>>")
+        #expect(Exclusive(0, label: "ledger").label == "ledger")
+        #expect(ReadersWriter(0, label: "").label == "")
+    }
+
+    @Test func aNewInstanceHasNoSideStructures() {
+        let counter = Exclusive(0)
+        counter.access { $0 += 1 }
+        // In debug builds an access notes where it entered, for the stuck-wait report, which
+        // needs them; without the watch, an uncontended access needs none.
+        #expect((counter._engine._existingSide != nil) == counter._engine._watchesWaits)
+        counter.accessAsync { $0 += 1 }
+        #expect(counter._engine._existingSide != nil)
+    }
+}
