@@ -70,8 +70,8 @@ extension _StuckWait {
     static let watch = _Watch()
 
     final class _Watch: @unchecked Sendable {
-        // @unchecked: `waits` is a mutex; the timer is only scheduled, which libdispatch allows from
-        // any thread, and its handler runs on `queue`.
+        // @unchecked: `_waits` is only touched while `_lock` is held; the timer is only scheduled,
+        // which libdispatch allows from any thread, and its handler runs on `queue`.
         private struct Watched {
             var due: _Deadline
             var report: @Sendable () -> Void
@@ -84,7 +84,9 @@ extension _StuckWait {
             var timerDue: _Deadline?
         }
 
-        private let waits = Mutex(Waits())
+        /// Exclusion's own lock, not `Mutex`, whose futex ThreadSanitizer can't see.
+        private let _lock = _Lock.standalone()
+        private var _waits = Waits()
         private let queue = DispatchQueue(label: "Exclusion stuck waits")
         private let timer: any DispatchSourceTimer
 
@@ -94,8 +96,14 @@ extension _StuckWait {
             timer.activate()
         }
 
+        private func withWaits<R>(_ body: (inout Waits) -> R) -> R {
+            _lock.lock()
+            defer { _lock.unlock() }
+            return body(&_waits)
+        }
+
         func begin(due: _Deadline, report: @escaping @Sendable () -> Void) -> UInt64 {
-            waits.withLock { waits in
+            withWaits { waits in
                 let id = waits.nextID
                 waits.nextID += 1
                 waits.watched[id] = Watched(due: due, report: report)
@@ -106,12 +114,12 @@ extension _StuckWait {
 
         func end(_ id: UInt64) {
             // The timer stays set for a wait that has ended; firing for nothing costs one look.
-            _ = waits.withLock { $0.watched.removeValue(forKey: id) }
+            _ = withWaits { $0.watched.removeValue(forKey: id) }
         }
 
         /// Reports every wait that is due, then sets the timer for the next.
         private func fire() {
-            let due = waits.withLock { waits -> [@Sendable () -> Void] in
+            let due = withWaits { waits -> [@Sendable () -> Void] in
                 waits.timerDue = nil
                 var due: [@Sendable () -> Void] = []
                 for (id, wait) in waits.watched where wait.due.hasPassed {
