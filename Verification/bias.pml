@@ -1,10 +1,13 @@
 /*
- * The read bias of exclusion_rwlock (Sources/ExclusionShims/ExclusionReadersWriterLock.{h,c}, and
- * ExclusionReadersWriterUnderlying.c for the slow path and the writer's wait for the slots) as a
+ * The read bias of exclusion_rwlock (Sources/ExclusionShims/ExclusionReadersWriterLock.{h,c}) as a
  * Promela model, for Spin: the BRAVO protocol on top of a readers-writer lock that is assumed
- * correct (modelled as two counters changed atomically).
+ * correct (modelled as two counters changed atomically), with the table of visible readers that
+ * every lock shares.
  *
- * Two readers, each with a slot of its own, read twice; one writer writes twice, each time either
+ * Two readers, each with a slot of its own, read twice (with COLLIDE, both readers' threads map to
+ * the same slot of the shared table, as threads 256 apart do, and a reader that finds the slot
+ * taken goes the slow way; and a reader of another lock takes slot 1 now and then, which this
+ * lock's writer must not wait for); one writer writes twice, each time either
  * waiting as long as it takes, with a timeout (it may give up at any point, undoing the revoked
  * bias), or as a try (it gives up if a reader is inside). Memory is x86-TSO: every thread has a
  * store buffer of three entries; plain stores (a slot's `reading` and `0`, the bias restored) go
@@ -19,6 +22,8 @@
  *   READER_PLAIN_ANNOUNCE        broken: a reader announces itself with a plain store
  *   WRITER_PLAIN_REVOKE          broken: the writer withdraws the bias with a plain store
  *   WRITER_IGNORES_ANNOUNCING    broken: the writer treats an announcing slot as free
+ *   READER_CLEARS_TAKEN_SLOT     broken (with COLLIDE): a reader that found its slot taken clears
+ *                                it on its way to the slow path, erasing the reader that holds it
  */
 #define B 3            /* store-buffer entries per thread */
 #define T 3            /* threads: 0, 1 readers; 2 the writer */
@@ -27,6 +32,7 @@
 #define SLOT1 2
 #define ANNOUNCING 1
 #define READING 2
+#define FOREIGN 5      /* a slot naming another lock's reader */
 
 byte mem[3];
 byte ba[T * B];
@@ -98,6 +104,12 @@ proctype Reader(byte i; byte slot) {
 #else
             atomic { drain(i); if :: mem[slot] == 0 -> mem[slot] = ANNOUNCING; v = 1 :: else -> v = 0 fi };
 #endif
+#ifdef READER_CLEARS_TAKEN_SLOT
+            if
+            :: !v -> store(i, slot, 0)
+            :: else -> skip
+            fi;
+#endif
             if
             :: v ->
 #ifndef READER_NO_RECHECK
@@ -131,13 +143,14 @@ proctype Reader(byte i; byte slot) {
     od
 }
 
-/* Waits until `slot` is free; with `timed`, may give up instead (then entered = 0). With
-   `trying`, a reader inside makes it give up, and an announcing one is waited out. */
+/* Waits until `slot` names no reader of this lock; with `timed`, may give up instead (then
+   entered = 0). With `trying`, a reader inside makes it give up, and an announcing one is waited
+   out. */
 inline wait_for_slot(w, slot, v, entered, timed, trying) {
     do
     :: load(w, slot, v);
        if
-       :: v == 0 -> break
+       :: v == 0 || v == FOREIGN -> break
 #ifdef WRITER_IGNORES_ANNOUNCING
        :: v == ANNOUNCING -> break
 #endif
@@ -200,6 +213,17 @@ proctype Writer(byte w) {
     od
 }
 
+/* A reader of another lock, in slot 1 of the shared table now and then. */
+proctype Foreigner() {
+    byte n = 0;
+    do
+    :: n < 2 ->
+        atomic { mem[SLOT1] == 0 -> mem[SLOT1] = FOREIGN };
+        atomic { mem[SLOT1] = 0; n++ }
+    :: else -> break
+    od
+}
+
 active proctype Flusher() {
 end:
     do
@@ -213,7 +237,12 @@ init {
     atomic {
         mem[BIAS] = 1;
         run Reader(0, SLOT0);
+#ifdef COLLIDE
+        run Reader(1, SLOT0);
+#else
         run Reader(1, SLOT1);
+        run Foreigner();
+#endif
         run Writer(2)
     }
 }

@@ -55,10 +55,18 @@ check lock.pml fails SLEEP_ON_COUNTER
 check lock.pml fails FALLBACK PLAIN_STORE_FALLBACK
 check lock.pml fails MEMBARRIER_CAN_FAIL NO_FENCE_WHILE_COUNTED
 check bias.pml holds
+check bias.pml holds COLLIDE
 check bias.pml fails READER_NO_RECHECK
 check bias.pml fails READER_PLAIN_ANNOUNCE
 check bias.pml fails WRITER_PLAIN_REVOKE
 check bias.pml fails WRITER_IGNORES_ANNOUNCING
+check bias.pml fails COLLIDE READER_CLEARS_TAKEN_SLOT
+check fenced-readers.pml holds
+check fenced-readers.pml fails NO_MEMBARRIER
+check fenced-readers.pml fails READER_DOES_NOT_LOOK
+check fenced-readers.pml fails LOOK_BEFORE_STORE
+check fenced-readers.pml fails FENCE_BEFORE_WAITING
+check fenced-readers.pml fails NO_FENCE_BEFORE_WAKE
 check owned-lock.pml holds
 check owned-lock.pml fails PLAIN_STORE_UNLOCK
 check owned-lock.pml fails READ_TIMED_BEFORE_UNLOCK

@@ -1,17 +1,20 @@
 /*
- * exclusion_rwlock on Apple platforms (Sources/ExclusionShims/ExclusionReadersWriterLock.{h,c} and
- * ExclusionReadersWriterUnderlying.c, EXCLUSION_OWNED_LOCK) as a Promela model, for Spin: how
+ * exclusion_rwlock where readers change their slots with locked instructions (Apple platforms, and
+ * Linux on other processors than x86-64: Sources/ExclusionShims/ExclusionReadersWriterLock.{h,c},
+ * `EXCLUSION_RWLOCK_FENCED` 0) as a Promela model, for Spin: how
  * writers sleep until the readers ahead of them have left. `bias.pml` checks the read bias itself
- * (announce, check, withdraw) under x86-TSO; this model is about the sleeps and wake-ups the Apple
- * design adds, and runs sequentially consistent: every write in them is a locked instruction (a
+ * (announce, check, withdraw) under x86-TSO, and `fenced-readers.pml` the wake-ups where readers
+ * write their slots with plain stores; this model is about the sleeps and wake-ups of the other
+ * protocol, and runs sequentially consistent: every write in them is a locked instruction (a
  * compare-and-swap, an exchange, an atomic addition) or, for the writer's `readers = 0`, made while
- * it holds `writers` and published by that lock's release.
+ * it holds `writers` and published by that lock's release. (Each slot here is the reader's own; in
+ * the table every lock shares, a slot may hold another lock's reader, which `bias.pml` checks.)
  *
  * Two readers, each with a slot of its own, read twice, each time through the bias if it holds and
  * the slow path (count in `readers` holding `writers`) otherwise, and may turn the bias back on
  * there; one writer writes twice, the first time as a try (it waits out a reader caught
- * announcing), the second as a plain write. `writers` is the owned lock, assumed correct
- * (`owned-lock.pml`). A sleep compares and blocks in one step; a wake unblocks every thread asleep
+ * announcing), the second as a plain write. `writers` is the lock, assumed correct (`lock.pml`,
+ * `owned-lock.pml`). A sleep compares and blocks in one step; a wake unblocks every thread asleep
  * on that word, or nobody (one writer sleeps at a time, so `wake_one` and `wake_all` agree).
  *
  * Checked: no read runs while a write does (the assertions), and no lost wake-up: the writer
@@ -21,7 +24,7 @@
  *   READER_LEAVES_WITH_STORE     broken: a reader leaves its slot with a store, not an exchange,
  *                                so it never sees the writer's mark
  *   READER_OVERWRITES_MARK       broken: a reader that saw the bias stores READING over its
- *                                announcement instead of adding to it, erasing the mark
+ *                                announcement instead of exchanging it, erasing the mark unseen
  *   WRITER_SLEEPS_UNMARKED       broken: the writer sleeps on a slot without marking it
  *   LAST_READER_DOES_NOT_WAKE    broken: a slow-path reader leaves without looking for the writer
  *   WRITER_SKIPS_SLOW_READERS    broken: the writer doesn't wait for slow-path readers
@@ -56,7 +59,7 @@ inline read_section() {
     reading--
 }
 
-/* exclusion_read_slot_leave */
+/* exclusion_read_slot_write(lock, slot, 0) */
 inline leave_slot(i, old) {
 #ifdef READER_LEAVES_WITH_STORE
     atomic { slot[i] = 0 };
@@ -90,7 +93,8 @@ proctype Reader(byte i) {
 #ifdef READER_OVERWRITES_MARK
                 atomic { slot[i] = READING }
 #else
-                atomic { old = slot[i]; slot[i] = slot[i] + (READING - ANNOUNCING) };
+                /* exclusion_read_slot_write(lock, slot, READING): an exchange, which sees a mark */
+                atomic { old = slot[i]; slot[i] = READING };
                 if
                 :: old & MARK -> wake(i)
                 :: else -> skip

@@ -10,8 +10,6 @@ int exclusion_lock_fenced = 0;
 
 static uint64_t fences = 0;
 
-/// How long a waiter that could not fence sleeps at a time before it looks again.
-#define POLL_NS 1000000
 
 /// Runs when the library is loaded, before any lock can exist: registering is what lets
 /// `MEMBARRIER_CMD_PRIVATE_EXPEDITED` be used later, and the way releasers give a lock back must
@@ -32,9 +30,7 @@ uint64_t exclusion_lock_fences(void) {
     return __atomic_load_n(&fences, __ATOMIC_RELAXED);
 }
 
-/// Starts a contention episode's fence: 1 once every other running thread of the process has run a
-/// full barrier, 0 if the kernel refused.
-static int fence(void) {
+int exclusion_lock_fence(void) {
     // Registered by the constructor, so it can only fail if a filter installed since forbids it;
     // then the waiter polls instead of trusting releasers to see it.
     if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
@@ -66,10 +62,10 @@ static int wait_until(exclusion_lock *lock, uint64_t deadline, int spinning) {
     uint32_t before = __atomic_fetch_add(&lock->sleepers, 1, __ATOMIC_SEQ_CST);
     int polling = 0;
     if (__atomic_load_n(&exclusion_lock_fenced, __ATOMIC_RELAXED) && (before & EXCLUSION_LOCK_EPISODE) == 0) {
-        if (fence()) {
+        if (exclusion_lock_fence()) {
             __atomic_fetch_or(&lock->sleepers, EXCLUSION_LOCK_EPISODE, __ATOMIC_SEQ_CST);
         } else {
-            polling = 1;  // a releaser might miss this waiter: look again every POLL_NS
+            polling = 1;  // a releaser might miss this waiter: look again every EXCLUSION_LOCK_POLL_NS
         }
     }
     int took = 0;
@@ -86,8 +82,8 @@ static int wait_until(exclusion_lock *lock, uint64_t deadline, int spinning) {
             break;
         }
         uint64_t until = deadline;
-        if (polling && (until == 0 || until > now + POLL_NS)) {
-            until = now + POLL_NS;
+        if (polling && (until == 0 || until > now + EXCLUSION_LOCK_POLL_NS)) {
+            until = now + EXCLUSION_LOCK_POLL_NS;
         }
         // Woken, a wake-up already there, the time up, a signal, or a spurious return: each sends
         // the waiter back to look at the lock, which is always safe.

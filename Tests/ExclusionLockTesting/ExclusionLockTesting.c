@@ -43,12 +43,15 @@ int exclusion_rwlock_testing_is_biased(exclusion_rwlock *lock) {
     return __atomic_load_n(&lock->bias, __ATOMIC_SEQ_CST) != 0;
 }
 
-void exclusion_rwlock_testing_announce(exclusion_rwlock *lock, int index) {
-    __atomic_store_n(&lock->slots[index].value, EXCLUSION_READ_SLOT_ANNOUNCING, __ATOMIC_SEQ_CST);
+int exclusion_rwlock_testing_announce(exclusion_rwlock *lock, uint32_t thread) {
+    uintptr_t *slot = &exclusion_visible_readers[exclusion_visible_reader_slot(lock, thread)];
+    uintptr_t free = 0;
+    return __atomic_compare_exchange_n(
+        slot, &free, (uintptr_t)lock | EXCLUSION_READ_SLOT_ANNOUNCING, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
 }
 
-void exclusion_rwlock_testing_leave(exclusion_rwlock *lock, int index) {
-    exclusion_read_slot_leave(&lock->slots[index]);
+void exclusion_rwlock_testing_leave(exclusion_rwlock *lock, uint32_t thread) {
+    exclusion_read_slot_write(lock, &exclusion_visible_readers[exclusion_visible_reader_slot(lock, thread)], 0);
 }
 
 // MARK: - Pausing a thread

@@ -390,10 +390,12 @@ struct ReadersWriterTests {
         // write try must wait that out and succeed instead of failing spuriously.
         let owner = ReadersWriter(0)
         let lock = owner._engine._lock
-        exclusion_rwlock_testing_announce(lock._handle, 0)
+        // On a thread index no thread here has, in a slot no other reader holds right now.
+        let stopped = try #require(
+            (UInt32(0x7FFF_FF00)...0x7FFF_FFFF).first { exclusion_rwlock_testing_announce(lock._handle, $0) != 0 })
         onNewThread {
             _ = spin(until: { exclusion_rwlock_testing_is_biased(lock._handle) == 0 })
-            exclusion_rwlock_testing_leave(lock._handle, 0)
+            exclusion_rwlock_testing_leave(lock._handle, stopped)
         }
         // Given back on the thread that took it: the system's lock on Apple platforms stops a
         // process that gives a lock back from another thread.

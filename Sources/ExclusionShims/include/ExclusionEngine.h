@@ -78,15 +78,19 @@ static inline exclusion_lock *_Nonnull exclusion_exclusive_lock(exclusion_exclus
     return &storage->lock;
 }
 
-/// A `ReadersWriter`'s words, and its lock.
+/// A `ReadersWriter`'s words and lock, kept in the instance itself.
 typedef struct {
     exclusion_engine_words words;
-    exclusion_rwlock *_Nullable lock;
+    exclusion_rwlock lock;
 } exclusion_readers_writer_storage;
 
 static inline exclusion_engine_words *_Nonnull exclusion_readers_writer_words(
     exclusion_readers_writer_storage *_Nonnull storage) {
     return &storage->words;
+}
+
+static inline exclusion_rwlock *_Nonnull exclusion_readers_writer_lock(exclusion_readers_writer_storage *_Nonnull storage) {
+    return &storage->lock;
 }
 
 #endif

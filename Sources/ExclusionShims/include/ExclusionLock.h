@@ -93,8 +93,19 @@ int exclusion_lock_sleep_until(exclusion_lock *lock, uint64_t deadline);
 /// one needs it, and ends a contention episode that has gone quiet.
 void exclusion_lock_wake(exclusion_lock *lock);
 
-/// How many contention episodes this process's locks have fenced (`membarrier` calls), since it
-/// started: what the lock probes and benchmarks count.
+/// The asymmetric fence, `membarrier`: 1 once every other running thread of the process has run a
+/// full barrier, 0 if the kernel refused (a seccomp filter installed since the library loaded).
+/// What a contention episode starts with, and what a readers-writer lock's writer runs before it
+/// looks at readers who write their slots with plain stores.
+int exclusion_lock_fence(void);
+
+/// How long a thread that couldn't fence sleeps at a time before it looks again, having no other
+/// way to be sure it hears of the change it waits for.
+#define EXCLUSION_LOCK_POLL_NS 1000000
+
+/// How many contention episodes this process's locks have fenced (`membarrier` calls, the
+/// readers-writer locks' writers' among them), since it started: what the lock probes and
+/// benchmarks count.
 uint64_t exclusion_lock_fences(void);
 
 /// Takes `lock` if it is free; 1 if it did.

@@ -31,12 +31,13 @@ int exclusion_lock_testing_is_fenced(void);
 /// Whether `lock` is read-biased right now (a writer that waits for readers has withdrawn it).
 int exclusion_rwlock_testing_is_biased(exclusion_rwlock *lock);
 
-/// Puts a reader in slot `index` of `lock` that has announced itself and not yet looked at the
-/// bias, as a real reader stopped between the two would be.
-void exclusion_rwlock_testing_announce(exclusion_rwlock *lock, int index);
+/// Puts a reader of `lock` on thread `thread` in its slot of the shared table, announced and not yet
+/// looked at the bias, as a real reader stopped between the two would be; 0 if another reader (of
+/// any lock) holds that slot.
+int exclusion_rwlock_testing_announce(exclusion_rwlock *lock, uint32_t thread);
 
 /// That reader leaves, as a real one that saw the bias withdrawn would.
-void exclusion_rwlock_testing_leave(exclusion_rwlock *lock, int index);
+void exclusion_rwlock_testing_leave(exclusion_rwlock *lock, uint32_t thread);
 
 /// Stops `thread` where it stands, inside a signal handler, and returns once it has stopped: a
 /// thread asleep in the kernel is taken out of its sleep, and goes back to what it was doing only

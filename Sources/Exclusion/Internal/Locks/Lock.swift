@@ -181,16 +181,14 @@ extension _ReadersWriterLock: _EngineLock {
     @usableFromInline static var sharesAccess: Bool { true }
     @usableFromInline static var kind: StaticString { "ReadersWriter" }
 
-    @usableFromInline static var unprepared: Storage { Storage() }
+    @inlinable static var unprepared: Storage { Storage() }
 
-    @usableFromInline static func prepare(_ storage: UnsafeMutablePointer<Storage>, flags: UInt64) {
+    @inlinable static func prepare(_ storage: UnsafeMutablePointer<Storage>, flags: UInt64) {
         exclusion_engine_words_init(exclusion_readers_writer_words(storage), flags)
-        storage.pointee.lock = exclusion_rwlock_create()
+        exclusion_rwlock_init(exclusion_readers_writer_lock(storage))
     }
 
-    @usableFromInline static func destroy(_ storage: UnsafeMutablePointer<Storage>) {
-        exclusion_rwlock_destroy(storage.pointee.lock)
-    }
+    @usableFromInline static func destroy(_ storage: UnsafeMutablePointer<Storage>) {}
 
     @inlinable static func words(
         _ storage: UnsafeMutablePointer<Storage>
@@ -199,7 +197,7 @@ extension _ReadersWriterLock: _EngineLock {
     }
 
     @inlinable init(at storage: UnsafeMutablePointer<Storage>) {
-        self.init(storage.pointee.lock!)
+        self.init(exclusion_readers_writer_lock(storage))
     }
 
     @usableFromInline static func describe(_ mode: _CurrentThread.Mode) -> String {

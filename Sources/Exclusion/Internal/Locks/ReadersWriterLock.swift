@@ -3,8 +3,8 @@ import ExclusionShims
 /// A readers-writer lock whose readers scale across cores and whose writers don't starve:
 /// `exclusion_rwlock` from ExclusionShims, whose header (`ExclusionReadersWriterLock.h`) says how.
 ///
-/// Reads take it through a slot of their own while it is read-biased, and otherwise through the
-/// underlying lock; writes wait only for the reads that started before them, like a dispatch
+/// Reads take it through a slot of the table every lock shares while it is read-biased, and
+/// otherwise through the underlying lock; writes wait only for the reads that started before them, like a dispatch
 /// barrier; and every timed form sleeps until the lock is free or the deadline passes.
 @usableFromInline
 struct _ReadersWriterLock: @unchecked Sendable {
@@ -14,11 +14,10 @@ struct _ReadersWriterLock: @unchecked Sendable {
     /// the underlying lock instead.
     @usableFromInline typealias SharedTicket = Int32
 
-    /// Opaque to Swift: the lock's slots are aligned in a way Swift can't import.
-    @usableFromInline let _handle: OpaquePointer
+    @usableFromInline let _handle: UnsafeMutablePointer<exclusion_rwlock>
 
     @inlinable
-    init(_ handle: OpaquePointer) {
+    init(_ handle: UnsafeMutablePointer<exclusion_rwlock>) {
         _handle = handle
     }
 
