@@ -300,8 +300,10 @@ private func othersAreServedWhenAWokenThreadGivesUp(_ index: ReadersWriter<Int>,
     index.write { $0 += 1 }  // wakes the first thread, which can't run yet
     index.read { _ in
         exclusion_testing_resume()
-        // Stays until the first thread is done, so that it can't take the state back.
-        _ = spin(until: { !first.values.isEmpty }, timeout: patience)
+        // Stays until the first thread is done, so that it can't take the state back: past the
+        // first thread's deadline, which began only a moment before this read (and the same
+        // limit from here would race it).
+        _ = spin(until: { !first.values.isEmpty }, timeout: patience * 3)
     }
     guard first.values == ["gave up after a wake-up"] else {
         Issue.record("the first thread didn't give up behind the read: \(first.values)")
