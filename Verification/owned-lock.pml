@@ -59,7 +59,7 @@ inline lock_untimed(i) {
     atomic { drain(i); lockword == 0 -> lockword = 1 }
 }
 
-/* exclusion_wake_one */
+/* exclusion_unpark_one */
 inline futex_wake() {
     atomic {
         if

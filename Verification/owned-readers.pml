@@ -44,7 +44,7 @@ byte sleepingOn;                /* 0, 1: a slot; 2: `readers` */
 byte reading;
 bit writing;
 
-/* exclusion_wake_one on a slot (0, 1) or on `readers` (2). */
+/* exclusion_unpark_one on a slot (0, 1) or on `readers` (2). */
 inline wake(word) {
     atomic {
         if

@@ -87,7 +87,7 @@ static int wait_until(exclusion_lock *lock, uint64_t deadline, int spinning) {
         }
         // Woken, a wake-up already there, the time up, a signal, or a spurious return: each sends
         // the waiter back to look at the lock, which is always safe.
-        (void)exclusion_sleep_on(&lock->waking, 0, until);
+        (void)exclusion_park(&lock->waking, 0, until);
     }
     __atomic_fetch_sub(&lock->sleepers, 1, __ATOMIC_SEQ_CST);
     return took;
@@ -131,7 +131,7 @@ void exclusion_lock_wake(exclusion_lock *lock) {
         && __atomic_compare_exchange_n(&lock->waking, &idle, 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
         // Wakes nobody if the sleeper hasn't gone to sleep yet: then `waking` set stops it from
         // sleeping.
-        exclusion_wake_one(&lock->waking);
+        exclusion_unpark_one(&lock->waking);
     }
 }
 

@@ -29,7 +29,7 @@ int exclusion_lock_sleep_until(exclusion_lock *lock, uint64_t deadline) {
         if (timed_out) {
             break;
         }
-        timed_out = exclusion_sleep_on(&lock->waking, 0, deadline) == ETIMEDOUT;
+        timed_out = exclusion_park(&lock->waking, 0, deadline) == ETIMEDOUT;
     }
     __atomic_fetch_sub(&lock->timed, 1, __ATOMIC_SEQ_CST);
     return took;
@@ -39,7 +39,7 @@ void exclusion_lock_wake(exclusion_lock *lock) {
     uint32_t idle = 0;
     if (__atomic_load_n(&lock->waking, __ATOMIC_SEQ_CST) == 0
         && __atomic_compare_exchange_n(&lock->waking, &idle, 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
-        exclusion_wake_one(&lock->waking);
+        exclusion_unpark_one(&lock->waking);
     }
 }
 

@@ -53,7 +53,7 @@ uint64_t exclusion_sleep_timeout(uint64_t deadline, uint64_t now, int *shortened
 
 #if defined(__APPLE__)
 
-int exclusion_sleep_on(uint32_t *word, uint32_t expected, uint64_t deadline) {
+int exclusion_park(uint32_t *word, uint32_t expected, uint64_t deadline) {
     int result;
     if (deadline == 0) {
         result = os_sync_wait_on_address(word, expected, sizeof *word, OS_SYNC_WAIT_ON_ADDRESS_NONE);
@@ -79,14 +79,14 @@ int exclusion_sleep_on(uint32_t *word, uint32_t expected, uint64_t deadline) {
     }
 }
 
-void exclusion_wake_one(uint32_t *word) {
+void exclusion_unpark_one(uint32_t *word) {
     // ENOENT: nobody was asleep, which is fine. Anything else is a misuse of the call.
     if (os_sync_wake_by_address_any(word, sizeof *word, OS_SYNC_WAKE_BY_ADDRESS_NONE) != 0 && errno != ENOENT) {
         exclusion_fail("Exclusion: the system refused to wake a thread waiting on a lock; stopping.\n");
     }
 }
 
-void exclusion_wake_all(uint32_t *word) {
+void exclusion_unpark_all(uint32_t *word) {
     if (os_sync_wake_by_address_all(word, sizeof *word, OS_SYNC_WAKE_BY_ADDRESS_NONE) != 0 && errno != ENOENT) {
         exclusion_fail("Exclusion: the system refused to wake threads waiting on a lock; stopping.\n");
     }
@@ -94,7 +94,7 @@ void exclusion_wake_all(uint32_t *word) {
 
 #else
 
-int exclusion_sleep_on(uint32_t *word, uint32_t expected, uint64_t deadline) {
+int exclusion_park(uint32_t *word, uint32_t expected, uint64_t deadline) {
     struct timespec until = exclusion_timespec(deadline);
     // FUTEX_WAIT_BITSET takes an absolute moment on CLOCK_MONOTONIC, the clock of every deadline.
     long result = syscall(SYS_futex, word, FUTEX_WAIT_BITSET_PRIVATE, expected, deadline != 0 ? &until : NULL,
@@ -109,14 +109,14 @@ int exclusion_sleep_on(uint32_t *word, uint32_t expected, uint64_t deadline) {
     }
 }
 
-void exclusion_wake_one(uint32_t *word) {
+void exclusion_unpark_one(uint32_t *word) {
     // Returns how many it woke; only an invalid address or operation makes it fail.
     if (syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0) < 0) {
         exclusion_fail("Exclusion: the kernel refused to wake a thread waiting on a lock (futex); stopping.\n");
     }
 }
 
-void exclusion_wake_all(uint32_t *word) {
+void exclusion_unpark_all(uint32_t *word) {
     if (syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0) < 0) {
         exclusion_fail("Exclusion: the kernel refused to wake threads waiting on a lock (futex); stopping.\n");
     }
@@ -159,7 +159,7 @@ void exclusion_system_lock_wait(exclusion_system_lock *lock) {
             current = marked;
         }
         // Returns at once if the word changed since it was read (the lock was given back).
-        (void)exclusion_sleep_on(&lock->owner, current, 0);
+        (void)exclusion_park(&lock->owner, current, 0);
         current = __atomic_load_n(&lock->owner, __ATOMIC_RELAXED);
     }
 }
@@ -179,7 +179,7 @@ void exclusion_system_lock_hand_over(exclusion_system_lock *lock) {
     // The exchange, not a store: as `os_unfair_lock_unlock`, an atomic read-modify-write with
     // releasing order, which the owned lock's release relies on (`ExclusionOwnedLock.h`).
     (void)__atomic_exchange_n(&lock->owner, 0, __ATOMIC_RELEASE);
-    exclusion_wake_one(&lock->owner);
+    exclusion_unpark_one(&lock->owner);
 }
 
 #endif

@@ -62,7 +62,7 @@ void exclusion_rwlock_read_unlock_slowly(exclusion_rwlock *lock) {
     // The last reader out while a writer waits wakes it: the writer sleeps on `readers` itself, so
     // a wake-up can't fall between its look and its sleep.
     if (__atomic_fetch_sub(&lock->readers, 1, __ATOMIC_RELEASE) == (EXCLUSION_READERS_WRITER_WAITS | 1)) {
-        exclusion_wake_one(&lock->readers);
+        exclusion_unpark_one(&lock->readers);
     }
 }
 
@@ -71,7 +71,7 @@ void exclusion_rwlock_wake_writer(uintptr_t *slot) {
     // woken before the store is, it would find the old value and sleep on it again, and the store
     // would land with nobody to wake it (`Verification/fenced-readers.pml`, NO_FENCE_BEFORE_WAKE).
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    exclusion_wake_one(sleep_word(slot));
+    exclusion_unpark_one(sleep_word(slot));
 }
 
 // MARK: - Writers
@@ -82,7 +82,7 @@ static int wait_for_readers(exclusion_rwlock *lock, uint64_t deadline) {
     __atomic_fetch_or(&lock->readers, EXCLUSION_READERS_WRITER_WAITS, __ATOMIC_SEQ_CST);
     uint32_t readers;
     while ((readers = __atomic_load_n(&lock->readers, __ATOMIC_ACQUIRE)) != EXCLUSION_READERS_WRITER_WAITS) {
-        if (exclusion_sleep_on(&lock->readers, readers, deadline) == ETIMEDOUT
+        if (exclusion_park(&lock->readers, readers, deadline) == ETIMEDOUT
             && __atomic_load_n(&lock->readers, __ATOMIC_ACQUIRE) != EXCLUSION_READERS_WRITER_WAITS) {
             __atomic_fetch_and(&lock->readers, ~EXCLUSION_READERS_WRITER_WAITS, __ATOMIC_RELAXED);
             return 0;
@@ -135,7 +135,7 @@ static int sleep_on_slot(exclusion_rwlock *lock, uintptr_t *slot, uintptr_t seen
             uint64_t poll = exclusion_monotonic_now() + EXCLUSION_LOCK_POLL_NS;
             if (until == 0 || until > poll) until = poll;
         }
-        int status = exclusion_sleep_on(sleep_word(slot), (uint32_t)seen, until);
+        int status = exclusion_park(sleep_word(slot), (uint32_t)seen, until);
         return status == ETIMEDOUT && until == deadline ? ETIMEDOUT : 0;
     }
 #else
@@ -144,7 +144,7 @@ static int sleep_on_slot(exclusion_rwlock *lock, uintptr_t *slot, uintptr_t seen
     if (seen != marked && !__atomic_compare_exchange_n(slot, &seen, marked, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
         return 0;  // the reader moved on meanwhile: look again
     }
-    return exclusion_sleep_on(sleep_word(slot), (uint32_t)marked, deadline);
+    return exclusion_park(sleep_word(slot), (uint32_t)marked, deadline);
 #endif
 }
 

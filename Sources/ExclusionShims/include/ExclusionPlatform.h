@@ -41,13 +41,23 @@ uint64_t exclusion_nanoseconds_until(uint64_t deadline);
 /// `nanoseconds` as the `timespec` that POSIX calls take: the one place C converts time.
 struct timespec exclusion_timespec(uint64_t nanoseconds);
 
-// MARK: - Sleeping on a word
+// MARK: - Parking
 
-/// Sleeps while `*word` is `expected`, until another thread wakes the word or `deadline` passes
-/// (0: no deadline). Returns 0 when woken, when the word no longer held `expected`, or spuriously,
-/// and `ETIMEDOUT` once the deadline has passed: the caller looks at what it waits for again either
-/// way. Linux's futex; `os_sync_wait_on_address` on Apple platforms (macOS 14.4, iOS 17.4).
-int exclusion_sleep_on(uint32_t *word, uint32_t expected, uint64_t deadline);
+/// Parks the calling thread on `word` while it holds `expected`, until another thread unparks the
+/// word or `deadline` passes (0: no deadline). Returns 0 when unparked, when the word no longer held
+/// `expected`, or spuriously, and `ETIMEDOUT` once the deadline has passed: the caller looks at what
+/// it waits for again either way.
+///
+/// The one way a thread in Exclusion blocks: for the lock, a condition, a granted waiter, a writer's
+/// readers, and the locks beside an instance's. (But for an untimed wait for the lock on Apple
+/// platforms, which sleeps inside `os_unfair_lock` so that it lends its priority to the holder, and
+/// the portable build's stand-in for that lock.) The parking lot is the kernel's: Linux's futex and
+/// Apple's `os_sync_wait_on_address` (macOS 14.4, iOS 17.4) keep their sleepers in a table keyed
+/// by address, as WebKit's `ParkingLot` and Rust's `parking_lot` do in user space, so a waiter's
+/// queue takes no room in an instance: what parks on a word is the word's thread, a waiter, and
+/// only for as long as it waits. The checks the compare and the sleep make in one step, under the
+/// kernel's lock, are what every protocol above relies on, and what its Spin model assumes.
+int exclusion_park(uint32_t *word, uint32_t expected, uint64_t deadline);
 
 /// The longest one sleep on a word lasts: a deadline further away is slept toward in sleeps of
 /// this length, each followed by a look at what the sleeper waits for. Apple's timed wait takes a
@@ -62,11 +72,11 @@ int exclusion_sleep_on(uint32_t *word, uint32_t expected, uint64_t deadline);
 /// (then its end is no timeout, only a time to look again).
 uint64_t exclusion_sleep_timeout(uint64_t deadline, uint64_t now, int *shortened);
 
-/// Wakes one thread sleeping on `word`, if one does.
-void exclusion_wake_one(uint32_t *word);
+/// Unparks one thread parked on `word`, if one is.
+void exclusion_unpark_one(uint32_t *word);
 
-/// Wakes every thread sleeping on `word`.
-void exclusion_wake_all(uint32_t *word);
+/// Unparks every thread parked on `word`.
+void exclusion_unpark_all(uint32_t *word);
 
 // MARK: - The system's lock
 

@@ -19,6 +19,9 @@ typedef struct {
     uint32_t depth;
     /// The instances this thread is inside, innermost last (the first EXCLUSION_TRACKED_DEPTH).
     const void *held[EXCLUSION_TRACKED_DEPTH];
+    /// What the thread parks on while it waits for a condition: 1 once a release has woken it
+    /// (`exclusion_wait_woken`).
+    uint32_t woken;
 } exclusion_thread_record;
 
 exclusion_thread_record *exclusion_current_thread_slow(void);
@@ -84,43 +87,26 @@ static inline void exclusion_spin_hint(void) {
 #endif
 }
 
-// MARK: - Backing off
+// MARK: - Spinning before parking
 
 #if !EXCLUSION_OWNED_LOCK
-
-/// How many times a waiter looks again, a spin hint apart, before it stops spinning.
+/// How many times a waiter looks again, a spin hint apart, before it parks.
 #define EXCLUSION_BACKOFF_SPINS 64
-/// How many times a waiter that can't sleep in the kernel then yields the processor, looking again
-/// after each, before it sleeps.
-#define EXCLUSION_BACKOFF_YIELDS 32
-/// The first sleep after the yields, and the longest: sleeps double from one to the other.
-#define EXCLUSION_BACKOFF_FIRST_SLEEP_NS 50000
-#define EXCLUSION_BACKOFF_LONGEST_SLEEP_NS 1000000
-
 #else
-
 /// Nothing spins where the locks lend priority (`EXCLUSION_OWNED_LOCK`): a thread that spins for
-/// another lends it nothing, and on a busy processor keeps it from running. Every wait there sleeps
-/// until the thread it waits for wakes it, so nothing there yields or sleeps a while either, and
-/// `exclusion_backoff_wait` doesn't exist.
+/// another lends it nothing, and on a busy processor keeps it from running. Every wait there parks
+/// at once until the thread it waits for unparks it.
 #define EXCLUSION_BACKOFF_SPINS 0
-
 #endif
 
-/// The one back-off policy of every wait in Exclusion that looks at something again and again: the
-/// lock's spin before it sleeps in the kernel, a conditional access's spin before it joins the wait
-/// list, and the loops that wait for another thread with nothing to sleep on (a granted waiter, a
-/// read announcing itself, a spin lock's holder), all on Linux.
-///
-/// First it spins: `EXCLUSION_BACKOFF_SPINS` looks, a spin hint apart. Spin hints, not
+/// The one spin of every wait in Exclusion before it parks (`exclusion_park`): the lock's, a
+/// conditional access's before it joins the wait list, a drain's before it ends, a wait for a
+/// granted waiter's turn. `EXCLUSION_BACKOFF_SPINS` looks, a spin hint apart. Spin hints, not
 /// `sched_yield`: a yield gives the core away when anything else is runnable, and Linux then runs
-/// the thread again later than one that spun. What a waiter waits for is usually a few
-/// instructions away on another core, and a sleep in the kernel costs more than the whole spin.
-/// Waits that end there (the lock sleeps in the kernel next) use only this part. The others yield
-/// next, `EXCLUSION_BACKOFF_YIELDS` times: by then what they wait for is most likely a thread that
-/// isn't running (a woken waiter not yet scheduled), and a yield lends it this core. Then they
-/// sleep for growing intervals, so that a long wait doesn't burn a core. Start with a zeroed value
-/// (`exclusion_backoff()` in Swift).
+/// the thread again later than one that spun. What a waiter waits for is usually a few instructions
+/// away on another core, and parking costs more than the whole spin. Nothing sleeps a while and
+/// looks again: past the spin, a waiter parks until the thread it waits for unparks it. Start with
+/// a zeroed value (`exclusion_backoff()` in Swift).
 typedef struct {
     uint32_t rounds;
 } exclusion_backoff;
@@ -146,76 +132,37 @@ static inline int exclusion_backoff_spin_hints(exclusion_backoff *backoff, uint3
     return spun;
 }
 
-#if !EXCLUSION_OWNED_LOCK
-/// Waits before the caller looks again: a spin hint during the spin, then a yield, then a sleep
-/// that doubles each time, from `EXCLUSION_BACKOFF_FIRST_SLEEP_NS` up to
-/// `EXCLUSION_BACKOFF_LONGEST_SLEEP_NS`.
-void exclusion_backoff_wait(exclusion_backoff *backoff);
-#endif
+// MARK: - Waiting to be woken
 
-// MARK: - A lock for a few instructions
-
-#if !EXCLUSION_OWNED_LOCK
-
-/// A lock held for a few instructions at a time (a queue's append, a swap): a waiter backs off
-/// (`exclusion_backoff`) instead of going to sleep in the kernel, as a mutex would.
-typedef struct {
-    uint32_t locked;
-} exclusion_short_lock;
-
-/// Waits for `lock` and takes it: the slow half of `exclusion_short_lock_lock`.
-void exclusion_short_lock_wait(exclusion_short_lock *lock);
-
-static inline void exclusion_short_lock_init(exclusion_short_lock *lock) {
-    lock->locked = 0;
+/// The calling thread's word for `exclusion_wait_woken`, cleared: call before it can be woken.
+static inline uint32_t *exclusion_prepare_to_be_woken(exclusion_thread_record *record) {
+    __atomic_store_n(&record->woken, 0, __ATOMIC_RELAXED);
+    return &record->woken;
 }
 
-static inline void exclusion_short_lock_lock(exclusion_short_lock *lock) {
-    if (__builtin_expect(__atomic_exchange_n(&lock->locked, 1, __ATOMIC_ACQUIRE) != 0, 0)) {
-        exclusion_short_lock_wait(lock);
-    }
+/// Parks until `exclusion_wake(word)` has been called, or `deadline` (0: none) passes; 1 once woken,
+/// 0 if the deadline passed first. `word` is the calling thread's (`exclusion_prepare_to_be_woken`).
+int exclusion_wait_woken(uint32_t *word, uint64_t deadline);
+
+/// Wakes the thread whose word `word` is. That thread still waits, or is about to: its word stays
+/// valid until it has seen the wake-up.
+static inline void exclusion_wake(uint32_t *word) {
+    __atomic_store_n(word, 1, __ATOMIC_RELEASE);
+    exclusion_unpark_one(word);
 }
-
-static inline void exclusion_short_lock_unlock(exclusion_short_lock *lock) {
-    __atomic_store_n(&lock->locked, 0, __ATOMIC_RELEASE);
-}
-
-#else
-
-/// Where locks lend priority, a short lock is the system's lock: its holder may be preempted, and
-/// a waiter must lend it priority rather than spin.
-typedef exclusion_system_lock exclusion_short_lock;
-
-static inline void exclusion_short_lock_init(exclusion_short_lock *lock) {
-    exclusion_system_lock_init(lock);
-}
-
-static inline void exclusion_short_lock_lock(exclusion_short_lock *lock) {
-    exclusion_system_lock_lock(lock);
-}
-
-static inline void exclusion_short_lock_unlock(exclusion_short_lock *lock) {
-    exclusion_system_lock_unlock(lock);
-}
-
-#endif
 
 // MARK: - Waiting for another thread's turn
 
 /// Waits while `*word` is `seen`, until `deadline` (0: none); 1 once it changed, 0 if the deadline
 /// passed first. For a wait on a thread that has been woken and must take its turn before others
-/// may (a granted waiter): on Linux it looks again with the back-off; where locks lend priority it
-/// sleeps on the word, and the caller lends its priority to that thread meanwhile
-/// (`exclusion_lend_priority`). Whoever changes the word calls `exclusion_word_changed`.
+/// may (a granted waiter): it spins, then parks on the word; where locks lend priority, the caller
+/// lends its priority to that thread meanwhile (`exclusion_lend_priority`). Whoever changes the
+/// word calls `exclusion_word_changed`.
 int exclusion_wait_for_change(uint32_t *word, uint32_t seen, uint64_t deadline);
 
-/// Wakes every thread in `exclusion_wait_for_change` on `word`, after the caller changed it.
+/// Unparks every thread in `exclusion_wait_for_change` on `word`, after the caller changed it.
 static inline void exclusion_word_changed(uint32_t *word) {
-#if EXCLUSION_OWNED_LOCK
-    exclusion_wake_all(word);
-#else
-    (void)word;  // Linux's waiters look again on their own
-#endif
+    exclusion_unpark_all(word);
 }
 
 #include "ExclusionEngine.h"

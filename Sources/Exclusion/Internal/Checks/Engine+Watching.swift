@@ -28,15 +28,15 @@ extension _Engine {
         return "\(file):\(side.entryLine.load(ordering: .relaxed))"
     }
 
-    /// Starts watching a blocking wait on this instance that begins now, at `file`:`line`: it is
-    /// reported once if it lasts past the stuck-wait threshold. End it when the wait ends.
-    @usableFromInline
-    func _watchWait(waitingFor what: String, file: StaticString, line: UInt) -> _WatchedWait {
+    /// Starts watching a blocking wait on this instance that begins now, at `site`: it is reported
+    /// once if it lasts past the stuck-wait threshold. End it when the wait ends.
+    func _watchWait(waitingFor what: String, at site: _Site) -> _WatchedWait {
         let held = _held  // until the report is made, which may outlast the wait
-        return _WatchedWait { held.engine._reportStuck(waitingFor: what, file: file, line: line) }
+        return _WatchedWait { held.engine._reportStuck(waitingFor: what, at: site) }
     }
 
-    func _reportStuck(waitingFor what: String, file: StaticString, line: UInt) {
+    func _reportStuck(waitingFor what: String, at site: _Site) {
+        let (file, line) = (site.file ?? "an unknown place", site.line)
         _StuckWait.report(
             """
             Exclusion: a thread has waited \(_StuckWait.threshold!) at \(file):\(line) \(what) \(_typeName) \

@@ -38,7 +38,8 @@ final class _Backlog<Body>: @unchecked Sendable {
         }
     }
 
-    private let _lock = _ShortLock()
+    /// Held for a few instructions at a time (an append, a swap): it spins, then parks.
+    private let _lock = _Lock.standalone()
     private var _jobs: [Job] = []
     private var _drainScheduled = false
     /// Where drains run, made when the first one is scheduled. A serial queue of the instance's
@@ -59,6 +60,7 @@ final class _Backlog<Body>: @unchecked Sendable {
     }
 
     deinit {
+        _lock.deallocate()
         deliveryLock.deallocate()
     }
 
@@ -149,30 +151,5 @@ final class _Backlog<Body>: @unchecked Sendable {
         guard _jobs.isEmpty else { return false }
         _drainScheduled = false
         return true
-    }
-}
-
-/// A lock for critical sections of a few instructions (`exclusion_short_lock`): on Linux a waiter
-/// backs off (`exclusion_backoff`) instead of going to sleep in the kernel as a mutex does; on
-/// Apple platforms it is the system's lock, which lends a waiter's priority to the holder.
-struct _ShortLock: ~Copyable, @unchecked Sendable {
-    // @unchecked: the pointee is only touched through the lock's own functions.
-    private let _handle: UnsafeMutablePointer<exclusion_short_lock>
-
-    init() {
-        _handle = .allocate(capacity: 1)
-        exclusion_short_lock_init(_handle)
-    }
-
-    deinit {
-        _handle.deallocate()
-    }
-
-    func lock() {
-        exclusion_short_lock_lock(_handle)
-    }
-
-    func unlock() {
-        exclusion_short_lock_unlock(_handle)
     }
 }

@@ -50,7 +50,7 @@ extension _Engine {
         let result: Result<R, E> = await withoutActuallyEscaping(body) { body in
             await withUnsafeContinuation { continuation in
                 let turn = _Turn(body: body, continuation: continuation)
-                guard _Contention.isOn else {
+                guard _observeWait(.suspendedTask, at: site, .profile).isProfiled else {
                     return _enqueue(
                         .closure(isShared: isShared) { deliveries in turn.run(&self._state.pointee, &deliveries) })
                 }

@@ -570,20 +570,20 @@ extension _Engine {
         let pending = _takePendingWait()
         if _releaseWork.hasProfiledWaiters { _noteHolder(file: file, line: line) }
         var deliveries = deliveries
-        var woken: DispatchSemaphore?
+        var woken: _Wakeup?
         serving: while _releaseWork.hasSleepers {
             switch _waitList.nextReady(_state, mayWake: woken == nil, skipping: joiner) {
             case .nothing:
                 break serving
             case .run(let run):
                 run(_state, &deliveries)
-            case .wake(let semaphore, let granted):
-                woken = semaphore
+            case .wake(let sleeper, let granted):
+                woken = sleeper
                 if granted { break serving }  // promised: nothing else may change the state first
             }
         }
         _leaveAndUnlock(thread, deliveries)
-        woken?.signal()
+        woken?.wake()
         if let pending { _record(pending) }
     }
 
@@ -653,13 +653,10 @@ extension _Engine {
         // 1. The spin: a wait that ends in it is too short to report or to be worth timing.
         if let held = spin() { return held }
 
-        // 2. Who observes this wait: asked here, once. The watch reports it if it lasts too long
-        // (`Checks/`), from a timer of its own, so that the sleep is the same whether it watches or
-        // not; the profile times it and counts it in (`Profiling/`).
-        let watched =
-            observers.contains(.watch) && _watchesWaits
-            ? _watchWait(waitingFor: exclusively ? "to take" : "to read", file: file, line: line) : nil
-        let profiled = observers.contains(.profile) && _Contention.isOn ? _lockWaitBegins(at: _Site(file, line)) : nil
+        // 2. Who observes this wait: asked once (`_observeWait`).
+        let observed = _observeWait(exclusively ? .exclusiveLock : .sharedLock, at: _Site(file, line), observers)
+        let watched = observed.watched
+        let profiled = observed.isProfiled ? _lockWaitBegins(at: _Site(file, line)) : nil
 
         // 3. The sleep, until the deadline (for ever if there is none).
         let held = sleep(deadline)
@@ -670,6 +667,51 @@ extension _Engine {
             _profiledLockWaitEnds(at: _Site(file, line), since: profiled, took: held != nil, exclusively: exclusively)
         }
         return held
+    }
+}
+
+// MARK: - Who observes a wait
+
+/// A wait an access makes, as the observers of waits tell them apart.
+enum _ObservedWait {
+    /// A thread's wait for the lock.
+    case exclusiveLock, sharedLock
+    /// A thread's wait for its condition to hold.
+    case condition
+    /// A task's wait for its turn at the state, or for its condition.
+    case suspendedTask
+
+    /// What the stuck-wait report says the thread waits for, if it is a thread's wait.
+    var stuckWaitReport: String? {
+        switch self {
+        case .exclusiveLock: "to take"
+        case .sharedLock: "to read"
+        case .condition: "for its condition to hold, on"
+        case .suspendedTask: nil  // a task that waits blocks no thread
+        }
+    }
+}
+
+/// Who observes one wait: the stuck-wait watch, if it watches it, and whether a contention profile
+/// times it.
+struct _WaitObservation {
+    var watched: _WatchedWait?
+    var isProfiled = false
+}
+
+extension _Engine {
+    /// Who observes a wait that begins now at `site`, among `observers`: the one place every wait
+    /// an access makes (for the lock, for a condition, for a task's turn) asks the stuck-wait watch
+    /// (`Checks/`), which reports a thread's wait that lasts too long from a timer of its own, so
+    /// that the wait sleeps as an unwatched one does, and a contention profile (`Profiling/`), which
+    /// the caller then tells of the wait, as its kind requires. End the watch when the wait ends.
+    func _observeWait(_ wait: _ObservedWait, at site: _Site, _ observers: _WaitObservers) -> _WaitObservation {
+        var observation = _WaitObservation()
+        if observers.contains(.watch), _watchesWaits, let waitingFor = wait.stuckWaitReport {
+            observation.watched = _watchWait(waitingFor: waitingFor, at: site)
+        }
+        observation.isProfiled = observers.contains(.profile) && _Contention.isOn
+        return observation
     }
 }
 

@@ -60,7 +60,8 @@ extension _Engine {
                 let waiter = _waitList.expect(observer: observer, looked: looked)
                 return await withTaskCancellationHandler {
                     await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<R, any Error>, Never>) in
-                        let profile = !observer && _Contention.isOn ? _ConditionWaitStart() : nil
+                        let observed = observer ? nil : _observeWait(.suspendedTask, at: .none, .profile)
+                        let profile = observed?.isProfiled == true ? _ConditionWaitStart() : nil
                         let job = _WaitingJob(
                             condition: condition,
                             run: { state, deliveries in

@@ -23,7 +23,9 @@ extension _Engine {
         if let explorer = thread._scheduleController {  // schedule seam
             return try _waitScheduled(explorer, thread, condition, limit, file, line, outbox)
         }
-        guard _Contention.isOn else {
+        let observed = _observeWait(.condition, at: _Site(file, line), .access)
+        defer { observed.watched?.end() }
+        guard observed.isProfiled else {
             return try _spinThenBlock(
                 thread, until: condition, limit: limit, file: file, line: line, outbox)
         }
@@ -78,20 +80,10 @@ extension _Engine {
         let waiter = _waitList.sleep(sleeper)
         // Others may need serving (the access ran what was submitted before it), but not this one.
         _serveWaitersAndUnlock(thread, outbox, skipping: waiter)
-        let semaphore = sleeper.semaphore
-        // Reported once if it lasts past the stuck-wait threshold; the watch doesn't change how it
-        // sleeps.
-        let watched =
-            _watchesWaits ? _watchWait(waitingFor: "for its condition to hold, on", file: file, line: line) : nil
-        defer { watched?.end() }
         while true {
-            if let limit {
-                if semaphore.wait(timeout: limit.deadline.dispatchTime) == .timedOut {
-                    if _waitList.timeOut(waiter) { throw limit.error(on: label, waitingFor: .conditionFalse) }
-                    semaphore.wait()  // a wake-up was sent before the timeout took effect
-                }
-            } else {
-                semaphore.wait()
+            if !sleeper.sleep(until: limit?.deadline) {
+                if _waitList.timeOut(waiter) { throw limit!.error(on: label, waitingFor: .conditionFalse) }
+                _ = sleeper.sleep(until: nil)  // a wake-up was sent before the timeout took effect
             }
             guard let outbox = _retake(thread, waiter, before: limit?.deadline) else {
                 _giveUp(waiter)
@@ -107,6 +99,7 @@ extension _Engine {
                 releaseExclusively(thread, outbox)
                 throw limit.error(on: label, waitingFor: .conditionFalse)
             }
+            sleeper.rearm()
             _waitList.sleepAgain(waiter)
             _serveWaitersAndUnlock(thread, outbox, skipping: waiter)
         }

@@ -153,7 +153,7 @@ final class _WaitList<State>: @unchecked Sendable {
     /// which is about to release it after an access that may have changed it: `.run`, the body of
     /// an awaited or asynchronous access whose condition holds, to run now (the caller then asks
     /// again, since the body changed the state), or `.wake`, a blocked thread whose condition
-    /// holds, woken or granted the state, whose semaphore the caller signals once it has released
+    /// holds, woken or granted the state, which the caller wakes once it has released
     /// the state, so that the thread doesn't wake only to wait for the lock. Blocked threads only
     /// if `mayWake`; `joiner` is a thread that has just joined after finding its condition false.
     func nextReady(
@@ -180,7 +180,7 @@ final class _WaitList<State>: @unchecked Sendable {
                 job.timer?.cancel()
                 return .run(job.run)
             case .wake(let sleeper, let granted):
-                return .wake(sleeper.semaphore, granted: granted)
+                return .wake(_Wakeup(sleeper.word), granted: granted)
             case .fail, .none:
                 return .nothing
             }
@@ -189,13 +189,14 @@ final class _WaitList<State>: @unchecked Sendable {
 }
 
 /// What `_WaitList.nextReady` found to serve: only what the releasing thread needs, so that the
-/// job's other closures (which may belong to a suspended caller's frame) go with the line's copy.
+/// job's other closures (which may belong to a suspended caller's frame) go with the line's copy,
+/// and a sleeper's condition, which belongs to the sleeping thread's frame, stays in the line.
 enum _Served {
     case nothing
     /// An awaited or asynchronous access's body, to run now with the state held.
     case run(_WaitingJob.Run)
     /// A blocked thread to wake once the state is released; `granted` if it was promised the state.
-    case wake(DispatchSemaphore, granted: Bool)
+    case wake(_Wakeup, granted: Bool)
 }
 
 // MARK: - Awaited and asynchronous accesses

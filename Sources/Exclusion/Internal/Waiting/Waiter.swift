@@ -1,4 +1,5 @@
 import Dispatch
+import ExclusionShims
 
 #if canImport(Darwin)
 import Darwin
@@ -16,19 +17,50 @@ import Musl
 /// sleeping waiter's wake-up measurably slower (Benchmarks/README.md, "Waiting").
 struct _Sleeper: @unchecked Sendable {
     // @unchecked: `condition` is called only by the thread holding the state, under the wait
-    // list's lock; the semaphore is thread-safe; `thread` is an identifier.
+    // list's lock; the word is only touched through its atomic functions; `thread` is an
+    // identifier.
 
     /// The condition, on the state at the address it is given.
     let condition: (UnsafeMutableRawPointer) -> Bool
-    let semaphore: DispatchSemaphore
+    /// What the thread parks on, in its own record: it stays there, and so valid, until it has
+    /// seen the wake-up (a thread whose wait timed out with a wake-up on its way waits for it).
+    let word: UnsafeMutablePointer<UInt32>
     /// The thread, which accesses that back off for its grant lend their priority to.
     let thread: pthread_t
 
     /// The calling thread's, waiting for `condition` on a `State`.
     init<State>(waitingFor condition: @escaping @Sendable (State) -> Bool) {
         self.condition = _atAddress(condition)
-        semaphore = DispatchSemaphore(value: 0)
+        word = exclusion_prepare_to_be_woken(exclusion_current_thread())
         thread = pthread_self()
+    }
+
+    /// Clears the word of a thread that was woken and will wait again: call on the thread, before
+    /// it is back in line, where it can be woken again.
+    func rearm() {
+        _ = exclusion_prepare_to_be_woken(exclusion_current_thread())
+    }
+
+
+    /// Parks the calling thread, whose sleeper this is, until it is woken, or `deadline` passes
+    /// (for ever if nil); whether it was woken.
+    func sleep(until deadline: _Deadline?) -> Bool {
+        exclusion_wait_woken(word, deadline?.nanoseconds ?? 0) != 0
+    }
+}
+
+/// What wakes a sleeper, apart from its condition: the releasing thread carries it until it has let
+/// go of the state, while the woken thread may already be returning from the frame the condition
+/// belongs to.
+struct _Wakeup: @unchecked Sendable {
+    // @unchecked: the word is only touched through its atomic functions.
+    let word: UnsafeMutablePointer<UInt32>
+
+    init(_ word: UnsafeMutablePointer<UInt32>) { self.word = word }
+
+    /// Wakes the thread; call once the state is let go of, so that it doesn't wake only to wait.
+    func wake() {
+        exclusion_wake(word)
     }
 }
 
