@@ -41,7 +41,6 @@ struct _Sleeper: @unchecked Sendable {
         _ = exclusion_prepare_to_be_woken(exclusion_current_thread())
     }
 
-
     /// Parks the calling thread, whose sleeper this is, until it is woken, or `deadline` passes
     /// (for ever if nil); whether it was woken.
     func sleep(until deadline: _Deadline?) -> Bool {
