@@ -1,3 +1,4 @@
+import Dispatch
 import Testing
 
 @testable import Exclusion
@@ -72,5 +73,20 @@ struct EngineStorageTests {
         #expect((counter._engine._existingSide != nil) == counter._engine._watchesWaits)
         counter.accessAsync { $0 += 1 }
         #expect(counter._engine._existingSide != nil)
+    }
+
+    @Test func aBacklogLetsABurstsRoomGoOnceItHasRunIt() async {
+        let counter = Exclusive(0)
+        let gate = DispatchSemaphore(value: 0)
+        // The first job holds the state in its drain, on the drain's own thread, while the burst
+        // piles up behind it.
+        counter.accessAsync { _ in gate.wait() }
+        for _ in 0..<1_000 { counter.accessAsync { $0 += 1 } }
+        gate.signal()
+        #expect(await counter.access { $0 } == 1_000)
+        // Read by a later access: the one above may run as the burst's last job, while the burst's
+        // array is still being read.
+        let room = await counter.access { _ in counter._engine._backlog._room }
+        #expect(room <= 32, "the backlog keeps room for \(room) jobs after a burst of 1,000")
     }
 }

@@ -7,6 +7,13 @@
 
 #include <stdint.h>
 
+// The nullability qualifiers tell Swift which pointers are optional; a C compiler without them
+// (GCC, which builds Verification/stress.c) reads them as nothing.
+#if !defined(__clang__)
+#define _Nonnull
+#define _Nullable
+#endif
+
 /// The words of an instance that threads change without holding its state, kept in the instance
 /// beside its lock: what an access and a release must look at besides the lock (`flags`, whose
 /// bits the engine defines, `Engine.swift`), and the instance's side structures, made the first

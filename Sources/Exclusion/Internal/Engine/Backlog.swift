@@ -64,6 +64,17 @@ final class _Backlog<Body>: @unchecked Sendable {
         deliveryLock.deallocate()
     }
 
+    /// How many jobs' room the backlog keeps between batches; a burst's more is let go.
+    private static var _keptCapacity: Int { 16 }
+
+    /// How many jobs' room the two arrays hold; for tests, which read it with the state held
+    /// exclusively.
+    var _room: Int {
+        _lock.lock()
+        defer { _lock.unlock() }
+        return _jobs.capacity + _spare.capacity
+    }
+
     /// Whether any job is waiting. A thread always sees the jobs it submitted itself: only a
     /// consumer clears this, and a consumer holds the state until it has run what it took.
     var hasPending: Bool { _releaseWork.hasJobs }
@@ -107,7 +118,8 @@ final class _Backlog<Body>: @unchecked Sendable {
         _releaseWork.jobsTaken()
         _lock.unlock()
         for job in _spare { _run(job, &deliveries, apply) }
-        _spare.removeAll(keepingCapacity: true)
+        // Kept for the next batch, unless a burst made it large: a quiet instance lets that go.
+        _spare.removeAll(keepingCapacity: _spare.capacity <= Self._keptCapacity)
     }
 
     /// Runs the waiting jobs up to the first one that needs the state exclusively, oldest first;
@@ -150,6 +162,7 @@ final class _Backlog<Body>: @unchecked Sendable {
         defer { _lock.unlock() }
         guard _jobs.isEmpty else { return false }
         _drainScheduled = false
+        if _jobs.capacity > Self._keptCapacity { _jobs = [] }  // gone quiet: lets a burst's room go
         return true
     }
 }
