@@ -23,7 +23,7 @@ static uint32_t *sleep_word(uintptr_t *slot) {
 /// Turns the bias back on if enough time has passed since it was withdrawn; call holding
 /// `writers`, so that no writer is inside.
 static void restore_bias_if_due(exclusion_rwlock *lock) {
-    if (__atomic_load_n(&lock->bias, __ATOMIC_RELAXED)) return;
+    if (__atomic_load_n(&lock->bias, __ATOMIC_RELAXED) || !exclusion_rwlock_bias_allowed()) return;
     if (exclusion_monotonic_now() >= __atomic_load_n(&lock->bias_inhibited_until, __ATOMIC_RELAXED)) {
         __atomic_store_n(&lock->bias, 1, __ATOMIC_RELEASE);
     }
@@ -112,7 +112,8 @@ typedef struct {
     /// Where readers write their slots with plain stores: `waiting` is set and fenced, so that a
     /// reader that changes its slot wakes this writer.
     int announced;
-    /// The fence failed: a reader might not see `waiting`, so the writer looks again now and then.
+    /// The fence failed after the library could fence when it loaded: a reader might not see
+    /// `waiting`, so the writer looks again now and then.
     int polling;
 } slot_wait;
 
@@ -124,9 +125,10 @@ static int sleep_on_slot(exclusion_rwlock *lock, uintptr_t *slot, uintptr_t seen
     {
         if (!wait->announced) {
             __atomic_store_n(&lock->waiting, 1, __ATOMIC_SEQ_CST);
-            // Where the kernel refused membarrier when the library loaded, or refuses it now, a
-            // reader might not see `waiting`: look again now and then.
-            wait->polling = !__atomic_load_n(&exclusion_lock_fenced, __ATOMIC_RELAXED) || !exclusion_lock_fence();
+            // Readers are in slots only where the library could fence when it loaded. Should the
+            // kernel refuse now (a filter installed since), a reader might not see `waiting`:
+            // look again now and then.
+            wait->polling = !exclusion_lock_fence();
             wait->announced = 1;
             return 0;  // look again, past the fence, before sleeping
         }

@@ -148,6 +148,28 @@ struct ReadersWriterTests {
         #expect(await readsOverlap { inside in value.read { _ in inside() } })
     }
 
+    #if CHILD_PROCESSES && os(Linux) && arch(x86_64) && !EXCLUSION_PORTABLE_LOCK
+    @Test func withoutMembarrierReadsShareTheUnderlyingLockAndNoWriterWaitsForASlot() async {
+        // Where the kernel refuses `membarrier` when the library loads, a writer couldn't be woken
+        // by a reader that writes its slot with a plain store: the bias stays off, so no writer
+        // waits for a slot, and reads share the underlying lock. In a process of its own: the
+        // switch has to happen before any lock is used.
+        await offTheSharedPool {
+            await #expect(processExitsWith: .success) {
+                stopIfStuck()
+                exclusion_lock_testing_use_symmetric_protocol()
+                let value = ReadersWriter(0)
+                let overlap = await readsOverlap { inside in value.read { _ in inside() } }
+                await value.write { $0 += 1 }
+                // A slow-path read after a write is where the bias would come back.
+                let read = await value.read { $0 }
+                let unbiased = exclusion_rwlock_testing_is_biased(value._engine._lock._handle) == 0
+                exit(overlap && read == 1 && unbiased ? EXIT_SUCCESS : EXIT_FAILURE)
+            }
+        }
+    }
+    #endif
+
     @Test func theOverlapTestCatchesReadsThatTakeTurns() async {
         let value = ReadersWriter(0)
         await withKnownIssue("reads done as writes take turns") {

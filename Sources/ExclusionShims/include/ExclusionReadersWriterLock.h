@@ -36,9 +36,12 @@
 ///   fence), so that either the writer sees the reader's store or the reader sees `waiting`;
 ///   elsewhere, and on Apple platforms, a writer marks the slot itself
 ///   (`EXCLUSION_READ_SLOT_WRITER_WAITS`) with a locked instruction, and a reader changes its slot
-///   with locked instructions that see the mark. Where the kernel refuses `membarrier`, a writer on
-///   x86-64 can't be sure a reader sees `waiting`, and looks at the slots again now and then while
-///   it sleeps (`EXCLUSION_LOCK_POLL_NS`), as the lock's waiters do there.
+///   with locked instructions that see the mark. Where the kernel refuses `membarrier` when the
+///   library loads, the bias stays off on x86-64 (`exclusion_rwlock_bias_allowed`), so that no
+///   writer waits for a slot it can't be woken from. Only a fence that fails after that (a seccomp
+///   filter installed later could make it) leaves a writer unsure that a reader sees `waiting`: it
+///   then looks at the slots again every `EXCLUSION_LOCK_POLL_NS` while it sleeps, as the lock's
+///   waiters do, the one wait in Exclusion that polls.
 /// - A reader on the slow path turns the bias back on, but only once enough time has passed since
 ///   the last withdrawal (nine times what the withdrawal cost), which bounds what frequent writers
 ///   pay for scanning the table.
@@ -101,9 +104,22 @@ extern uintptr_t exclusion_visible_readers[EXCLUSION_VISIBLE_READERS];
 #define EXCLUSION_READ_SLOT_WRITER_WAITS 4u
 #define EXCLUSION_READ_SLOT_STATE 7u
 
-/// Prepares `lock`, free and read-biased, where it will stay.
+/// Whether readers may go through the read bias. Where they write their slots with plain stores,
+/// only if the kernel let the library fence when it loaded (`exclusion_lock_fenced`, decided before
+/// any lock exists): without the fence a writer couldn't know that a reader sees `waiting`, and
+/// would have to look at the slots again and again while it sleeps. Reads then take the underlying
+/// lock, which wakes its writers, and don't scale: the price of a kernel without `membarrier`.
+static inline int exclusion_rwlock_bias_allowed(void) {
+#if EXCLUSION_RWLOCK_FENCED
+    return __atomic_load_n(&exclusion_lock_fenced, __ATOMIC_RELAXED);
+#else
+    return 1;
+#endif
+}
+
+/// Prepares `lock`, free and read-biased if readers may use the bias, where it will stay.
 static inline void exclusion_rwlock_init(exclusion_rwlock *lock) {
-    lock->bias = 1;
+    lock->bias = exclusion_rwlock_bias_allowed();
     lock->revoking = 0;
     lock->bias_inhibited_until = 0;
     exclusion_lock_init(&lock->writers);
