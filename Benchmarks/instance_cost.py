@@ -50,18 +50,20 @@ def main():
                                         capture_output=True, text=True).stdout
                 results[kind].append(json.loads(output))
 
-    best = {kind: {key: min(run[key] for run in runs) for key in runs[0] if key not in ("kind", "count")}
-            for kind, runs in results.items()}
+    figures = [key for key in results["Mutex"][0] if key not in ("kind", "count")]
+    best = {kind: {key: min(run[key] for run in runs) for key in figures} for kind, runs in results.items()}
+    worst = {kind: {key: max(run[key] for run in runs) for key in figures} for kind, runs in results.items()}
     mutex = best["Mutex"]
     print(f"{options.count:,} instances made and kept alive, each used once; each kind in a fresh process, "
-          f"best of {options.runs}")
+          f"best of {options.runs} (worst)")
     print()
     print("| kind | resident bytes per instance | ns to make one | allocations to make | allocations at first use "
           "| bytes, ns over the `Mutex` box |")
     print("|---|---:|---:|---:|---:|---:|")
     for kind, title in KINDS:
         row = best[kind]
-        print(f"| {title} | {row['bytes']:,.0f} | {row['make_ns']:,.0f} | {row['init_mallocs']:.1f} "
+        print(f"| {title} | {row['bytes']:,.0f} ({worst[kind]['bytes']:,.0f}) "
+              f"| {row['make_ns']:,.0f} ({worst[kind]['make_ns']:,.0f}) | {row['init_mallocs']:.1f} "
               f"| {row['use_mallocs']:.1f} | {row['bytes'] / mutex['bytes']:.2f}×, "
               f"{row['make_ns'] / mutex['make_ns']:.2f}× |")
 

@@ -191,8 +191,9 @@ int exclusion_rwlock_write_revoke(exclusion_rwlock *lock, uint64_t deadline) {
         return 1;  // readers that find no bias only pass through the slots, reading nothing
     }
     slot_wait wait = {0, 0};
-    for (int index = 0; index < EXCLUSION_VISIBLE_READERS; index++) {
-        if (!wait_for_slot(lock, &exclusion_visible_readers[index], deadline, &wait)) {
+    for (uint32_t thread = 0; thread < EXCLUSION_VISIBLE_READERS_PER_LOCK; thread++) {
+        uintptr_t *slot = &exclusion_visible_readers[exclusion_visible_reader_slot(lock, thread)];
+        if (!wait_for_slot(lock, slot, deadline, &wait)) {
             // Still withdrawn: the caller lets go (a timed write) or waits on.
             end_slot_wait(lock, &wait);
             lock->revoking = 1;
@@ -213,8 +214,8 @@ int exclusion_rwlock_try_write(exclusion_rwlock *lock) {
     if (!__atomic_load_n(&lock->bias, __ATOMIC_RELAXED)) return 1;
     __atomic_store_n(&lock->bias, 0, __ATOMIC_SEQ_CST);
     slot_wait wait = {0, 0};
-    for (int index = 0; index < EXCLUSION_VISIBLE_READERS; index++) {
-        if (!slot_is_free(lock, &exclusion_visible_readers[index], &wait)) {
+    for (uint32_t thread = 0; thread < EXCLUSION_VISIBLE_READERS_PER_LOCK; thread++) {
+        if (!slot_is_free(lock, &exclusion_visible_readers[exclusion_visible_reader_slot(lock, thread)], &wait)) {
             // A fast-path reader is inside: undo, as if the lock had been busy.
             end_slot_wait(lock, &wait);
             __atomic_store_n(&lock->bias, 1, __ATOMIC_RELEASE);

@@ -37,6 +37,9 @@ private struct SleepRecordingLock: _EngineLock {
     static func words(_ storage: UnsafeMutablePointer<Storage>) -> UnsafeMutablePointer<exclusion_engine_words> {
         UnsafeMutableRawPointer(storage).assumingMemoryBound(to: exclusion_engine_words.self)
     }
+    static var _headerLayout: (size: Int, alignment: Int) {
+        (MemoryLayout<_EngineHeader<Storage>>.size, MemoryLayout<_EngineHeader<Storage>>.alignment)
+    }
 
     init(at storage: UnsafeMutablePointer<Storage>) { record = storage.pointee.record! }
 

@@ -34,7 +34,10 @@ extension _Engine {
     func _lockWaitBegins(at site: _Site, forTheLock: Bool = true) -> UInt64 {
         let start = _Contention.now()
         // The side structures hold the holder's site, which the release notes for this waiter.
-        if forTheLock { _ = _side; _releaseWork.profiledWaiterArrives() }
+        if forTheLock {
+            _makeSideIfNeeded()
+            _releaseWork.profiledWaiterArrives()
+        }
         _Signposts.waitBegins(label, at: site, id: start)
         return start
     }
@@ -67,7 +70,7 @@ extension _Engine {
             _releaseWork.profiledWaiterLeaves()
             _record(wait)
         } else {
-            _side.profile.pendingWait = wait
+            _withSide { $0.profile.pendingWait = wait }
             _releaseWork.profiledWaiterTookOver()
         }
     }
@@ -83,10 +86,11 @@ extension _Engine {
     /// The holder's call site, which an access that waited took the state over from; with
     /// `exclusively`, it is cleared, since the next waiter's holder is whoever releases next.
     private func _takeHolder(exclusively: Bool) -> _Site {
-        let side = _side
-        let holder = side.profile.holder
-        if exclusively, holder.start != 0 { side.profile.holder = .none }
-        return holder
+        _withSide { side in
+            let holder = side.profile.holder
+            if exclusively, holder.start != 0 { side.profile.holder = .none }
+            return holder
+        }
     }
 
     /// Adds a wait that began at `start` and ends now to the running profile.
@@ -152,16 +156,17 @@ extension _Engine {
     /// Notes the releasing access's call site, for the profiled waiters; call holding the state
     /// exclusively.
     @usableFromInline func _noteHolder(file: StaticString, line: UInt) {
-        _side.profile.holder = _Site(file, line)
+        _withSide { $0.profile.holder = _Site(file, line) }
     }
 
     /// The pending wait, taken for recording once the state is released; call holding it.
     func _takePendingWait() -> _PendingWait? {
         guard _releaseWork.hasPendingWait else { return nil }
         _releaseWork.pendingWaitTaken()
-        let side = _side
-        defer { side.profile.pendingWait = nil }
-        return side.profile.pendingWait
+        return _withSide { side in
+            defer { side.profile.pendingWait = nil }
+            return side.profile.pendingWait
+        }
     }
 }
 

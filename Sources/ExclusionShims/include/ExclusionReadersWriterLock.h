@@ -21,7 +21,8 @@
 ///   reader holds (of this lock or another) sends the reader to the slow path: a collision costs
 ///   speed, never correctness.
 /// - A writer takes the underlying lock, withdraws the bias, and waits until no slot of the table
-///   names this lock. Readers that arrive after that find no bias and queue on the underlying lock
+///   names this lock; it looks only at the slots this lock's readers can take, one per thread index
+///   modulo `EXCLUSION_VISIBLE_READERS_PER_LOCK`, not at the whole table. Readers that arrive after that find no bias and queue on the underlying lock
 ///   behind the writer.
 /// - The underlying lock prefers writers, so a write waits only for the reads that started before
 ///   it, like a dispatch barrier: `writers`, which a writer holds, and which a slow-path reader
@@ -129,11 +130,18 @@ static inline void exclusion_rwlock_init(exclusion_rwlock *lock) {
     lock->slots = (uint32_t)(((uint64_t)((uintptr_t)lock >> 3) * 0x9E3779B97F4A7C15ull) >> 52);
 }
 
+/// How far apart a lock's readers on consecutive threads are, in slots: two cache lines, so that
+/// adjacent-line prefetching doesn't couple the readers of one lock.
+#define EXCLUSION_VISIBLE_READER_STRIDE 16
+
+/// How many slots of the table a lock's readers can take: every thread maps to one of these, and a
+/// writer looks at these only, not at the whole table.
+#define EXCLUSION_VISIBLE_READERS_PER_LOCK (EXCLUSION_VISIBLE_READERS / EXCLUSION_VISIBLE_READER_STRIDE)
+
 /// The slot a reader on `thread` (its index, `exclusion_current_thread`) takes for `lock`: spread by
-/// the lock's address, and by thread two cache lines apart, so that adjacent-line prefetching
-/// doesn't couple the readers of one lock either.
+/// the lock's address, and by thread a stride apart.
 static inline uint32_t exclusion_visible_reader_slot(const exclusion_rwlock *lock, uint32_t thread) {
-    return (lock->slots + (thread << 4)) & (EXCLUSION_VISIBLE_READERS - 1);
+    return (lock->slots + thread * EXCLUSION_VISIBLE_READER_STRIDE) & (EXCLUSION_VISIBLE_READERS - 1);
 }
 
 // MARK: - Readers

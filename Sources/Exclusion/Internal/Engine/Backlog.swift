@@ -65,7 +65,7 @@ final class _Backlog<Body>: @unchecked Sendable {
     }
 
     /// How many jobs' room the backlog keeps between batches; a burst's more is let go.
-    private static var _keptCapacity: Int { 16 }
+    private static var _keptCapacity: Int { 64 }
 
     /// How many jobs' room the two arrays hold; for tests, which read it with the state held
     /// exclusively.

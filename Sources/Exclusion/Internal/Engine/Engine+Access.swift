@@ -186,7 +186,7 @@ extension _Engine {
     /// Runs everything submitted so far, with the state held exclusively.
     @usableFromInline @inline(never)
     func _runJobs(_ outbox: inout Outbox) {
-        _backlog.runAll(&outbox, apply: _apply)
+        _withSide { $0.backlog.runAll(&outbox, apply: _apply) }
     }
 
     /// Applies a plain asynchronous body; call with the state held exclusively.
@@ -207,7 +207,7 @@ extension _Engine {
         var deliveries = deliveries
         var woken: _Wakeup?
         serving: while _releaseWork.hasSleepers {
-            switch _waitList.nextReady(_state, mayWake: woken == nil, skipping: joiner) {
+            switch _withSide({ $0.waitList.nextReady(_state, mayWake: woken == nil, skipping: joiner) }) {
             case .nothing:
                 break serving
             case .run(let run):

@@ -22,11 +22,22 @@ extension _Engine {
     ) async throws(E) -> R {
         let thread = _CurrentThread()
         checkBeforeNotWaiting(thread, .awaited, shared: false, attempting: attempted, at: site)
-        if let deliveries = tryTakeExclusively(thread) {
-            defer { releaseExclusively(thread, deliveries) }
-            return try body(&_state.pointee)
-        }
+        if let result = try _runIfFree(thread, body) { return result }
         return try await _awaitTurn(isShared: false, at: site, body)
+    }
+
+    /// Runs `body` at once if the state can be had without waiting; nil, without running it,
+    /// otherwise.
+    @inlinable @inline(__always)
+    func _runIfFree<R, E: Error>(
+        _ thread: _CurrentThread, _ body: @Sendable (inout sending State) throws(E) -> R
+    ) throws(E) -> R? {
+        guard let outbox = tryTakeExclusively(thread) else { return nil }
+        // Not a `defer`: in an async caller that is a function of its own, called every time.
+        let result: Result<R, E>
+        do throws(E) { result = .success(try body(&_state.pointee)) } catch { result = .failure(error) }
+        releaseExclusively(thread, outbox)
+        return try result.get()
     }
 
     /// Runs `body` with the state held shared: at once on this thread if nothing is pending and no
@@ -118,7 +129,7 @@ extension _Engine {
     /// Puts `job` in the backlog, and schedules a drain if none is.
     @usableFromInline
     func _enqueue(_ job: _Backlog<Plain>.Job) {
-        if let queue = _backlog.submit(job, label: label) {
+        if let queue = _withSide({ $0.backlog.submit(job, label: label) }) {
             // The drain holds the instance until it is done; jobs in the backlog run only while
             // something holds it.
             let held = _held

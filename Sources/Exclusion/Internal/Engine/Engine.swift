@@ -73,6 +73,13 @@ struct _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
                 UnsafeMutableRawPointer(header) == base + _headerOffset
                     && UnsafeMutableRawPointer(state) == base + _stateOffset)
             assert(MemoryLayout<_EngineHeader<Lock.Storage>>.offset(of: \.storage) == 0)
+            assert(
+                Lock._headerLayout.size == MemoryLayout<_EngineHeader<Lock.Storage>>.size
+                    && Lock._headerLayout.alignment == MemoryLayout<_EngineHeader<Lock.Storage>>.alignment)
+            assert(
+                UnsafeMutableRawPointer(
+                    Lock.words(UnsafeMutableRawPointer(header).assumingMemoryBound(to: Lock.Storage.self)))
+                    == UnsafeMutableRawPointer(header))
             Lock.prepare(
                 UnsafeMutableRawPointer(header).assumingMemoryBound(to: Lock.Storage.self), flags: _newInstanceFlags)
             state.initialize(to: initialState)
@@ -135,11 +142,11 @@ struct _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
     /// that a view of the storage needs no reference of its own (`ManagedBufferPointer` holds one,
     /// which every access would retain and release).
     @inlinable static var _headerOffset: Int {
-        _roundUp(2 * MemoryLayout<UnsafeRawPointer>.size, to: MemoryLayout<_EngineHeader<Lock.Storage>>.alignment)
+        _roundUp(2 * MemoryLayout<UnsafeRawPointer>.size, to: Lock._headerLayout.alignment)
     }
 
     @inlinable static var _stateOffset: Int {
-        _roundUp(_headerOffset + MemoryLayout<_EngineHeader<Lock.Storage>>.size, to: MemoryLayout<State>.alignment)
+        _roundUp(_headerOffset + Lock._headerLayout.size, to: MemoryLayout<State>.alignment)
     }
 
     @inlinable static func _roundUp(_ offset: Int, to alignment: Int) -> Int {
@@ -163,8 +170,11 @@ struct _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
     /// The instance's lock.
     @inlinable var _lock: Lock { Lock(at: _storage) }
 
-    /// What an access and a release look at besides the lock.
-    @inlinable var _words: UnsafeMutablePointer<exclusion_engine_words> { Lock.words(_storage) }
+    /// What an access and a release look at besides the lock: at the start of the storage (checked
+    /// when an instance is made), so that finding them asks nothing of the lock's type.
+    @inlinable var _words: UnsafeMutablePointer<exclusion_engine_words> {
+        (_base + Self._headerOffset).assumingMemoryBound(to: exclusion_engine_words.self)
+    }
 
     @inlinable var _flags: UInt64 { exclusion_engine_flags(_words) }
 
@@ -176,7 +186,15 @@ struct _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
 
     /// The side structures, if something has needed them.
     var _existingSide: _EngineSide<State>? {
-        exclusion_engine_side(_words).map { Unmanaged<_EngineSide<State>>.fromOpaque($0).takeUnretainedValue() }
+        // Not `Optional.map`, whose closure, in code not specialized for a state, would make the
+        // runtime look up the side structures' generic type on every call.
+        guard let side = exclusion_engine_side(_words) else { return nil }
+        return Unmanaged<_EngineSide<State>>.fromOpaque(side).takeUnretainedValue()
+    }
+
+    /// Makes the side structures if they aren't yet.
+    func _makeSideIfNeeded() {
+        if exclusion_engine_side(_words) == nil { _ = _makeSide() }
     }
 
     private func _makeSide() -> _EngineSide<State> {
@@ -188,6 +206,15 @@ struct _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
     }
 
     var _backlog: _Backlog<Plain> { _side.backlog }
+
+    /// Runs `body` with the side structures, made now if they aren't yet, without retaining them:
+    /// the instance holds them until it goes, and the caller is a call on the instance. What every
+    /// submission, release or profiled wait does goes through here: a retain and a release of the
+    /// side structures, which every thread of a busy instance would make, fight over one cache line.
+    func _withSide<R>(_ body: (_EngineSide<State>) -> R) -> R {
+        guard let side = exclusion_engine_side(_words) else { return body(_makeSide()) }
+        return Unmanaged<_EngineSide<State>>.fromOpaque(side)._withUnsafeGuaranteedRef(body)
+    }
     var _waitList: _WaitList<State> { _side.waitList }
 
     // MARK: - Names

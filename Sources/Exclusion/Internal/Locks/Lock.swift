@@ -103,6 +103,11 @@ protocol _EngineLock: Sendable {
     static func destroy(_ storage: UnsafeMutablePointer<Storage>)
     /// The instance's words in `storage`.
     static func words(_ storage: UnsafeMutablePointer<Storage>) -> UnsafeMutablePointer<exclusion_engine_words>
+    /// The size and alignment of an instance's header with this lock's storage
+    /// (`_EngineHeader<Storage>`): constants in each lock's conformance, so that code the compiler
+    /// didn't specialize for a state (the backlog's, the drains') finds the state without asking
+    /// the runtime for the header's generic type on every call.
+    static var _headerLayout: (size: Int, alignment: Int) { get }
 
     /// The lock at `storage`.
     init(at storage: UnsafeMutablePointer<Storage>)
@@ -155,6 +160,10 @@ extension _Lock: _EngineLock {
         exclusion_exclusive_words(storage)
     }
 
+    @inlinable static var _headerLayout: (size: Int, alignment: Int) {
+        (MemoryLayout<_EngineHeader<Storage>>.size, MemoryLayout<_EngineHeader<Storage>>.alignment)
+    }
+
     @inlinable init(at storage: UnsafeMutablePointer<Storage>) {
         self.init(exclusion_exclusive_lock(storage))
     }
@@ -194,6 +203,10 @@ extension _ReadersWriterLock: _EngineLock {
         _ storage: UnsafeMutablePointer<Storage>
     ) -> UnsafeMutablePointer<exclusion_engine_words> {
         exclusion_readers_writer_words(storage)
+    }
+
+    @inlinable static var _headerLayout: (size: Int, alignment: Int) {
+        (MemoryLayout<_EngineHeader<Storage>>.size, MemoryLayout<_EngineHeader<Storage>>.alignment)
     }
 
     @inlinable init(at storage: UnsafeMutablePointer<Storage>) {
