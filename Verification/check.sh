@@ -85,6 +85,11 @@ check grant.pml fails WAKE_BEFORE_COUNT
 check grant.pml fails COUNT_BEFORE_CLEAR
 check grant.pml fails PROMISE_READ_FIRST
 check grant.pml fails NO_PROMISE_CHECK
+check grant.pml fails PARKED_READ_FIRST
+check grant.pml fails PARKED_AFTER_LOOK
+check woken.pml holds
+check woken.pml fails WAKE_READS_FIRST
+check woken.pml fails PLAIN_PARK_MARK
 if [ "$failures" -ne 0 ]; then
     echo "$failures configuration(s) did not come out as expected" >&2
     exit 1

@@ -20,21 +20,36 @@ exclusion_thread_record *exclusion_current_thread_slow(void) {
 }
 
 int exclusion_wait_woken(uint32_t *word, uint64_t deadline) {
-    while (__atomic_load_n(word, __ATOMIC_ACQUIRE) == 0) {
-        if (exclusion_park(word, 0, deadline) == ETIMEDOUT && __atomic_load_n(word, __ATOMIC_ACQUIRE) == 0) {
-            return 0;
+    for (;;) {
+        uint32_t seen = EXCLUSION_WAITING;
+        // Says it parks, unless the wake-up came first: then a waker that finds the word parked
+        // knows to unpark it, and one that came before this finds nothing to unpark.
+        if (!__atomic_compare_exchange_n(word, &seen, EXCLUSION_PARKED, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)
+            && seen == EXCLUSION_WOKEN) {
+            return 1;
+        }
+        if (exclusion_park(word, EXCLUSION_PARKED, deadline) == ETIMEDOUT
+            && __atomic_load_n(word, __ATOMIC_ACQUIRE) != EXCLUSION_WOKEN) {
+            return 0;  // still marked parked: a wake-up sent now makes a call that wakes nobody
         }
     }
-    return 1;
 }
 
-int exclusion_wait_for_change(uint32_t *word, uint32_t seen, uint64_t deadline) {
+int exclusion_wait_for_change(exclusion_change_word *word, uint32_t seen, uint64_t deadline) {
     exclusion_backoff backoff = {0};
-    while (__atomic_load_n(word, __ATOMIC_SEQ_CST) == seen) {
+    while (exclusion_change_word_load(word) == seen) {
         if (exclusion_backoff_spin(&backoff)) continue;
-        if (exclusion_park(word, seen, deadline) == ETIMEDOUT && __atomic_load_n(word, __ATOMIC_SEQ_CST) == seen) {
-            return 0;
+        // Counted before the last look, so that a change made after it sees this thread.
+        __atomic_fetch_add(&word->parked, 1, __ATOMIC_SEQ_CST);
+        int changed = 1;
+        while (exclusion_change_word_load(word) == seen) {
+            if (exclusion_park(&word->value, seen, deadline) == ETIMEDOUT && exclusion_change_word_load(word) == seen) {
+                changed = 0;
+                break;
+            }
         }
+        __atomic_fetch_sub(&word->parked, 1, __ATOMIC_SEQ_CST);
+        return changed;
     }
     return 1;
 }

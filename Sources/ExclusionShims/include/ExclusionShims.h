@@ -19,8 +19,8 @@ typedef struct {
     uint32_t depth;
     /// The instances this thread is inside, innermost last (the first EXCLUSION_TRACKED_DEPTH).
     const void *held[EXCLUSION_TRACKED_DEPTH];
-    /// What the thread parks on while it waits for a condition: 1 once a release has woken it
-    /// (`exclusion_wait_woken`).
+    /// What the thread parks on while it waits for a condition: `EXCLUSION_WOKEN` once a release
+    /// has woken it (`exclusion_wait_woken`).
     uint32_t woken;
 } exclusion_thread_record;
 
@@ -134,9 +134,17 @@ static inline int exclusion_backoff_spin_hints(exclusion_backoff *backoff, uint3
 
 // MARK: - Waiting to be woken
 
+/// A thread's word for being woken: `EXCLUSION_WAITING` until it is woken, `EXCLUSION_PARKED` once
+/// it is about to park, `EXCLUSION_WOKEN` once woken. A wake-up makes a system call only for a
+/// thread that parked: one still spinning, or on its way to park, finds the word changed instead
+/// (`Verification/woken.pml`).
+#define EXCLUSION_WAITING 0u
+#define EXCLUSION_WOKEN 1u
+#define EXCLUSION_PARKED 2u
+
 /// The calling thread's word for `exclusion_wait_woken`, cleared: call before it can be woken.
 static inline uint32_t *exclusion_prepare_to_be_woken(exclusion_thread_record *record) {
-    __atomic_store_n(&record->woken, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&record->woken, EXCLUSION_WAITING, __ATOMIC_RELAXED);
     return &record->woken;
 }
 
@@ -147,23 +155,41 @@ int exclusion_wait_woken(uint32_t *word, uint64_t deadline);
 /// Wakes the thread whose word `word` is. That thread still waits, or is about to: its word stays
 /// valid until it has seen the wake-up.
 static inline void exclusion_wake(uint32_t *word) {
-    __atomic_store_n(word, 1, __ATOMIC_RELEASE);
-    exclusion_unpark_one(word);
+    if (__atomic_exchange_n(word, EXCLUSION_WOKEN, __ATOMIC_ACQ_REL) == EXCLUSION_PARKED) {
+        exclusion_unpark_one(word);
+    }
 }
 
 // MARK: - Waiting for another thread's turn
 
-/// Waits while `*word` is `seen`, until `deadline` (0: none); 1 once it changed, 0 if the deadline
+/// A count that threads wait to see change (`exclusion_wait_for_change`), with how many of them are
+/// parked on it, so that a change nobody sleeps through costs one atomic addition, not a system
+/// call.
+typedef struct {
+    uint32_t value;
+    uint32_t parked;
+} exclusion_change_word;
+
+static inline uint32_t exclusion_change_word_load(exclusion_change_word *word) {
+    return __atomic_load_n(&word->value, __ATOMIC_SEQ_CST);
+}
+
+/// Adds one to `word`, and unparks every thread parked on it. A waiter counts itself in `parked`
+/// before its last look at `value`; this adds to `value` before it looks at `parked`: either the
+/// waiter sees the change, or this sees the waiter (`Verification/grant.pml`).
+static inline void exclusion_change_word_bump(exclusion_change_word *word) {
+    __atomic_fetch_add(&word->value, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&word->parked, __ATOMIC_SEQ_CST) != 0) {
+        exclusion_unpark_all(&word->value);
+    }
+}
+
+/// Waits while `word` is `seen`, until `deadline` (0: none); 1 once it changed, 0 if the deadline
 /// passed first. For a wait on a thread that has been woken and must take its turn before others
 /// may (a granted waiter): it spins, then parks on the word; where locks lend priority, the caller
 /// lends its priority to that thread meanwhile (`exclusion_lend_priority`). Whoever changes the
-/// word calls `exclusion_word_changed`.
-int exclusion_wait_for_change(uint32_t *word, uint32_t seen, uint64_t deadline);
-
-/// Unparks every thread in `exclusion_wait_for_change` on `word`, after the caller changed it.
-static inline void exclusion_word_changed(uint32_t *word) {
-    exclusion_unpark_all(word);
-}
+/// word calls `exclusion_change_word_bump`.
+int exclusion_wait_for_change(exclusion_change_word *word, uint32_t seen, uint64_t deadline);
 
 #include "ExclusionEngine.h"
 #include "ExclusionZlib.h"

@@ -26,7 +26,18 @@ extension _Engine {
             withExtendedLifetime(object) {}  // the engine is a view, which doesn't hold the instance
             return value
         }
-        guard let waiter = instance.object.map({ _Engine(of: $0)._expectObserver() }) else { return nil }
+        // Held from here until the wait is set up, then let go: the task waits without it. One load of
+        // the weak reference, whose count sits on the instance's first cache line, beside its lock,
+        // which every access takes. (`object` ends with its block, before the task waits.)
+        let held: Unmanaged<AnyObject>
+        let engine: _Engine
+        let waiter: _WaiterID
+        do {
+            guard let object = instance.object else { return nil }
+            held = Unmanaged.passRetained(object)
+            engine = _Engine(of: object)
+            waiter = engine._expectObserver()
+        }
         // What the condition saw is what the access delivers: both run in one release, with the
         // state held, and nothing can change it between them.
         let seen = _Seen<Value>()
@@ -45,10 +56,8 @@ extension _Engine {
         return await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Value?, Never>) in
                 seen.continuation = continuation
-                // Set up with the instance held; the task then waits without it.
-                guard let object = instance.object else { return continuation.resume(returning: nil) }
-                let engine = _Engine(of: object)
                 if engine._waitList.arrive(waiter, job) { engine._enqueueTurn(of: waiter) }
+                held.release()
             }
         } onCancel: {
             instance.object.map { _Engine(of: $0)._waitList.end(waiter, .cancelled) }

@@ -48,9 +48,9 @@ final class _WaitList<State>: @unchecked Sendable {
     private var _attached = true
     /// Counts the grants that ended: what an access that backs off for a grantee sleeps on
     /// (`_Engine._backOffForGrantee`).
-    private let _grantsEnded: UnsafeMutablePointer<Atomic<UInt32>> = {
-        let word = UnsafeMutablePointer<Atomic<UInt32>>.allocate(capacity: 1)
-        word.initialize(to: Atomic(0))
+    let _grantsEnded: UnsafeMutablePointer<exclusion_change_word> = {
+        let word = UnsafeMutablePointer<exclusion_change_word>.allocate(capacity: 1)
+        word.initialize(to: exclusion_change_word())
         return word
     }()
 
@@ -82,8 +82,7 @@ final class _WaitList<State>: @unchecked Sendable {
             // Cleared, then counted: an access that read the count and then found the flag set
             // will see the count change (`grantToWaitFor`).
             releaseWork.endReservation()
-            _grantsEnded.pointee.add(1, ordering: .sequentiallyConsistent)
-            exclusion_word_changed(_grantsWord)
+            exclusion_change_word_bump(_grantsEnded)
         default:
             break
         }
@@ -124,17 +123,12 @@ final class _WaitList<State>: @unchecked Sendable {
     /// woken; false if a wake-up is on its way (the caller must then take it and check again).
     func timeOut(_ id: _WaiterID) -> Bool { _mutate { $0.threadTimesOut(id) } }
 
-    /// The word that `_grantsEnded` is, for the system's sleep and wake calls.
-    var _grantsWord: UnsafeMutablePointer<UInt32> {
-        UnsafeMutableRawPointer(_grantsEnded).assumingMemoryBound(to: UInt32.self)
-    }
-
     /// The count of ended grants that an access which found the state promised must see change,
     /// read with the state held; nil if the grant has ended already (a grantee that gave up ends it
     /// without the state). No lock: a grant ends by clearing `reserved` and then counting, so
     /// if `reserved` is still set after the count was read, the count will change.
     @inline(__always) func grantToWaitFor() -> UInt32? {
-        let ended = _grantsEnded.pointee.load(ordering: .sequentiallyConsistent)
+        let ended = exclusion_change_word_load(_grantsEnded)
         return releaseWork.isReservedOrdered ? ended : nil
     }
 
