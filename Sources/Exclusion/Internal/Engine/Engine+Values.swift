@@ -56,18 +56,18 @@ extension _Engine {
         return await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Value?, Never>) in
                 seen.continuation = continuation
-                if engine._waitList.arrive(waiter, job) { engine._enqueueTurn(of: waiter) }
+                if engine._withWaitList({ $0.arrive(waiter, job) }) { engine._enqueueTurn(of: waiter) }
                 held.release()
             }
         } onCancel: {
-            instance.object.map { _Engine(of: $0)._waitList.end(waiter, .cancelled) }
+            instance.object.map { _Engine(of: $0)._withWaitList { $0.end(waiter, .cancelled) } }
         }
     }
 
     /// Names an iterator of `values` about to wait, after the checks an awaited access makes.
     private func _expectObserver() -> _WaiterID {
         checkBeforeNotWaiting(_CurrentThread(), .awaited, shared: false, attempting: "the values of")
-        return _waitList.expect(observer: true)
+        return _withWaitList { $0.expect(observer: true) }
     }
 }
 

@@ -127,12 +127,12 @@ extension _Engine {
     @usableFromInline
     func _backOffForGrantee(before deadline: _Deadline?) -> Bool {
         repeat {
-            let ended = _waitList.grantToWaitFor()
-            let loan = EXCLUSION_OWNED_LOCK != 0 && ended != nil ? _waitList.lendPriorityToGrantee() : nil
+            let ended = _withWaitList { $0.grantToWaitFor() }
+            let loan = EXCLUSION_OWNED_LOCK != 0 && ended != nil ? _withWaitList { $0.lendPriorityToGrantee() } : nil
             // Waited for without the lock, so that the grantee finds the lock free.
             _lock.unlockExclusive()
             if let ended {
-                let changed = exclusion_wait_for_change(_waitList._grantsEnded, ended, deadline?.nanoseconds ?? 0)
+                let changed = exclusion_wait_for_change(_withWaitList { $0._grantsEnded }, ended, deadline?.nanoseconds ?? 0)
                 exclusion_end_loan(loan)
                 guard changed != 0 else { return false }
             }

@@ -215,6 +215,13 @@ struct _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
         guard let side = exclusion_engine_side(_words) else { return body(_makeSide()) }
         return Unmanaged<_EngineSide<State>>.fromOpaque(side)._withUnsafeGuaranteedRef(body)
     }
+    /// Runs `body` with the wait list, made now if it isn't yet, without retaining it or the side
+    /// structures (`_withSide`): every step of a conditional wait goes through here, on the
+    /// waiter's thread and on the releasing one.
+    func _withWaitList<R>(_ body: (_WaitList<State>) -> R) -> R {
+        _withSide { body($0.waitList) }
+    }
+    /// The wait list, retained: for what no busy instance does (tests, reports).
     var _waitList: _WaitList<State> { _side.waitList }
 
     // MARK: - Names

@@ -57,7 +57,7 @@ extension _Engine {
     ) async throws -> R {
         let result: Result<R, any Error> = await withoutActuallyEscaping(condition) { condition in
             await withoutActuallyEscaping(body) { body in
-                let waiter = _waitList.expect(observer: observer, looked: looked)
+                let waiter = _withWaitList { $0.expect(observer: observer, looked: looked) }
                 return await withTaskCancellationHandler {
                     await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<R, any Error>, Never>) in
                         let observed = observer ? nil : _observeWait(.suspendedTask, at: .none, .profile)
@@ -71,11 +71,11 @@ extension _Engine {
                                 deliveries.runAfterRelease { continuation.resume(returning: result) }
                             },
                             fail: { error in continuation.resume(returning: .failure(error)) },
-                            timer: limit.map { _waitList.startTimer(for: waiter, $0, label: label) })
-                        if _waitList.arrive(waiter, job) { _enqueueTurn(of: waiter, profile: profile) }
+                            timer: limit.map { limit in _withWaitList { $0.startTimer(for: waiter, limit, label: label) } })
+                        if _withWaitList({ $0.arrive(waiter, job) }) { _enqueueTurn(of: waiter, profile: profile) }
                     }
                 } onCancel: {
-                    _waitList.end(waiter, .cancelled)
+                    _withWaitList { $0.end(waiter, .cancelled) }
                 }
             }
         }
@@ -90,12 +90,12 @@ extension _Engine {
         completion: @escaping @Sendable (Result<R, any Error>) -> Void
     ) {
         checkBeforeNotWaiting(_CurrentThread(), .submitting, shared: false, attempting: attempted)
-        let waiter = _waitList.expect()
+        let waiter = _withWaitList { $0.expect() }
         let job = _WaitingJob(
             condition: condition, run: _delivering(body, on: queue, to: completion),
             fail: { error in queue.async { completion(.failure(error)) } },
-            timer: timeout.map { _waitList.startTimer(for: waiter, _TimeLimit($0), label: label) })
-        if _waitList.arrive(waiter, job) { _enqueueTurn(of: waiter) }
+            timer: timeout.map { timeout in _withWaitList { $0.startTimer(for: waiter, _TimeLimit(timeout), label: label) } })
+        if _withWaitList({ $0.arrive(waiter, job) }) { _enqueueTurn(of: waiter) }
     }
 
     /// Puts an access that has arrived in line for its turn: then, with the state held
@@ -109,14 +109,14 @@ extension _Engine {
         guard let profile else {
             return _enqueue(
                 .closure(isShared: false) { deliveries in
-                    if let run = self._waitList.check(waiter, self._state) { run(self._state, &deliveries) }
+                    if let run = self._withWaitList({ $0.check(waiter, self._state) }) { run(self._state, &deliveries) }
                 })
         }
         let start = _lockWaitBegins(at: .none)
         _enqueue(
             .closure(isShared: false) { deliveries in
                 self._releaseWork.profiledWaiterLeaves()
-                if let run = self._waitList.check(waiter, self._state) {
+                if let run = self._withWaitList({ $0.check(waiter, self._state) }) {
                     self._recordWait(.suspendedTask, at: .none, since: start)
                     run(self._state, &deliveries)
                 } else {

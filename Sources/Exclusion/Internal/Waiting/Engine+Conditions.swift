@@ -77,12 +77,12 @@ extension _Engine {
         file: StaticString, line: UInt, _ outbox: Outbox
     ) throws(TimeoutError) -> Outbox {
         let sleeper = _Sleeper(waitingFor: condition)
-        let waiter = _waitList.sleep(sleeper)
+        let waiter = _withWaitList { $0.sleep(sleeper) }
         // Others may need serving (the access ran what was submitted before it), but not this one.
         _serveWaitersAndUnlock(thread, outbox, skipping: waiter)
         while true {
             if !sleeper.sleep(until: limit?.deadline) {
-                if _waitList.timeOut(waiter) { throw limit!.error(on: label, waitingFor: .conditionFalse) }
+                if _withWaitList({ $0.timeOut(waiter) }) { throw limit!.error(on: label, waitingFor: .conditionFalse) }
                 _ = sleeper.sleep(until: nil)  // a wake-up was sent before the timeout took effect
             }
             guard let outbox = _retake(thread, waiter, before: limit?.deadline) else {
@@ -90,17 +90,17 @@ extension _Engine {
                 throw limit!.error(on: label, waitingFor: .stateHeld)
             }
             if condition(_state.pointee) {
-                _waitList.leave(waiter)
+                _withWaitList { $0.leave(waiter) }
                 if _watchesWaits { _noteEntry(file: file, line: line) }
                 return outbox
             }
             if let limit, limit.deadline.hasPassed {
-                _waitList.leave(waiter)
+                _withWaitList { $0.leave(waiter) }
                 releaseExclusively(thread, outbox)
                 throw limit.error(on: label, waitingFor: .conditionFalse)
             }
             sleeper.rearm()
-            _waitList.sleepAgain(waiter)
+            _withWaitList { $0.sleepAgain(waiter) }
             _serveWaitersAndUnlock(thread, outbox, skipping: waiter)
         }
     }
@@ -111,7 +111,7 @@ extension _Engine {
     private func _retake(_ thread: _CurrentThread, _ waiter: _WaiterID, before deadline: _Deadline?) -> Outbox? {
         guard _lock.tryLockExclusive() || _waitExclusively(before: deadline, file: "", line: 0, observers: [])
         else { return nil }
-        if !_waitList.takeGrant(waiter), _releaseWork.isReserved, !_backOffForGrantee(before: deadline) { return nil }
+        if !_withWaitList({ $0.takeGrant(waiter) }), _releaseWork.isReserved, !_backOffForGrantee(before: deadline) { return nil }
         return _enteredExclusively(thread)
     }
 
@@ -119,7 +119,7 @@ extension _Engine {
     /// release that woke it checked no other blocked thread (or promised the state to it), so an
     /// empty exclusive access is queued, whose release checks the others in its place.
     private func _giveUp(_ waiter: _WaiterID) {
-        _waitList.leave(waiter)
+        _withWaitList { $0.leave(waiter) }
         _enqueue(.plain { _ in })
     }
 
