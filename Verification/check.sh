@@ -90,6 +90,8 @@ check grant.pml fails PARKED_AFTER_LOOK
 check woken.pml holds
 check woken.pml fails WAKE_READS_FIRST
 check woken.pml fails PLAIN_PARK_MARK
+check woken.pml fails SPIN_ENDS_WOKEN
+check woken.pml fails SPIN_REARMS
 if [ "$failures" -ne 0 ]; then
     echo "$failures configuration(s) did not come out as expected" >&2
     exit 1

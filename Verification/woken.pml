@@ -5,7 +5,8 @@
  * woke it. The waiter marks the word PARKED with a compare-and-swap from WAITING, which fails if
  * the wake-up came first, and parks while the word is PARKED; the waker exchanges WOKEN in and
  * makes the system call only if it found PARKED, so that waking a thread that is still on its way
- * to park costs no call.
+ * to park costs no call. Before it marks the word, the waiter spins, looking at the word: a
+ * wake-up within the spin costs no call on either side (the spin's length is any number of looks).
  *
  * One waiter waits for three rounds, setting its word up before it joins the line each round; the
  * waker takes it from the line and wakes it, once per round. Sequentially consistent: every
@@ -13,12 +14,16 @@
  * unpark unblocks the parked thread, or nobody.
  *
  * Checked: no lost wake-up (a waiter parked for good once the waker is done is an invalid end
- * state). `check.sh` runs it as written and each broken variant below, which must fail.
+ * state), and a waiter goes on only once woken (an assertion). `check.sh` runs it as written and
+ * each broken variant below, which must fail.
  *
  *   WAKE_READS_FIRST    broken: the waker reads the word, then stores WOKEN, and unparks if it read
  *                       PARKED: a waiter that marks itself in between parks for good
  *   PLAIN_PARK_MARK     broken: the waiter marks the word PARKED with a plain store, which can
  *                       overwrite WOKEN
+ *   SPIN_ENDS_WOKEN     broken: a spin that runs out goes on as if woken
+ *   SPIN_REARMS         broken: a spin that runs out sets the word back to WAITING before it
+ *                       marks it, which can overwrite WOKEN
  */
 #define WAITING 0
 #define WOKEN 1
@@ -35,6 +40,18 @@ proctype Waiter() {
     :: round < 3 ->
         word = WAITING;                         /* exclusion_prepare_to_be_woken */
         inLine = 1;                             /* joins the line, under the list's lock */
+        do                                      /* the spin: looks until woken, or gives up */
+        :: word == WOKEN -> break
+        :: true -> skip
+        :: true ->
+#ifdef SPIN_ENDS_WOKEN
+            goto woken;
+#endif
+#ifdef SPIN_REARMS
+            word = WAITING;
+#endif
+            break
+        od;
         do
         :: word == WOKEN -> break
         :: else ->
@@ -62,6 +79,8 @@ proctype Waiter() {
             };
             parked == 0                         /* woken, or not parked at all */
         od;
+woken:
+        assert(word == WOKEN);                  /* goes on only once woken */
         round++
     :: else -> break
     od

@@ -20,6 +20,12 @@ exclusion_thread_record *exclusion_current_thread_slow(void) {
 }
 
 int exclusion_wait_woken(uint32_t *word, uint64_t deadline) {
+    // The one spin of every wait (nothing where locks lend priority): a wake-up that comes within
+    // it costs neither thread a system call, and the woken thread is running already, where a
+    // parked one must first be scheduled. The compare-and-swap below then finds the word woken.
+    exclusion_backoff backoff = {0};
+    while (__atomic_load_n(word, __ATOMIC_ACQUIRE) != EXCLUSION_WOKEN && exclusion_backoff_spin(&backoff)) {
+    }
     for (;;) {
         uint32_t seen = EXCLUSION_WAITING;
         // Says it parks, unless the wake-up came first: then a waker that finds the word parked

@@ -100,8 +100,8 @@ static inline void exclusion_spin_hint(void) {
 #endif
 
 /// The one spin of every wait in Exclusion before it parks (`exclusion_park`): the lock's, a
-/// conditional access's before it joins the wait list, a drain's before it ends, a wait for a
-/// granted waiter's turn. `EXCLUSION_BACKOFF_SPINS` looks, a spin hint apart. Spin hints, not
+/// conditional access's before it joins the wait list and again for its wake-up once it has
+/// (`exclusion_wait_woken`), a drain's before it ends, a wait for a granted waiter's turn. `EXCLUSION_BACKOFF_SPINS` looks, a spin hint apart. Spin hints, not
 /// `sched_yield`: a yield gives the core away when anything else is runnable, and Linux then runs
 /// the thread again later than one that spun. What a waiter waits for is usually a few instructions
 /// away on another core, and parking costs more than the whole spin. Nothing sleeps a while and
@@ -148,8 +148,9 @@ static inline uint32_t *exclusion_prepare_to_be_woken(exclusion_thread_record *r
     return &record->woken;
 }
 
-/// Parks until `exclusion_wake(word)` has been called, or `deadline` (0: none) passes; 1 once woken,
-/// 0 if the deadline passed first. `word` is the calling thread's (`exclusion_prepare_to_be_woken`).
+/// Spins (`exclusion_backoff`), then parks, until `exclusion_wake(word)` has been called, or
+/// `deadline` (0: none) passes; 1 once woken, 0 if the deadline passed first. `word` is the calling
+/// thread's (`exclusion_prepare_to_be_woken`).
 int exclusion_wait_woken(uint32_t *word, uint64_t deadline);
 
 /// Wakes the thread whose word `word` is. That thread still waits, or is about to: its word stays
