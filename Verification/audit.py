@@ -84,14 +84,14 @@ PLANTS = {
     "wait-no-recheck": (
         "a woken thread runs its body without checking its condition again",
         "Sources/Exclusion/Internal/Waiting/Engine+Conditions.swift",
-        "            if condition(_state.pointee) {\n                _waitList.leave(waiter)",
-        "            if true || condition(_state.pointee) {\n                _waitList.leave(waiter)",
+        "            if condition(_state.pointee) {\n                _withWaitList { $0.leave(waiter) }",
+        "            if true || condition(_state.pointee) {\n                _withWaitList { $0.leave(waiter) }",
         ["WaitingTests"],
     ),
     "wait-forget-cancelled": (
         "a cancelled awaited access stays in line",
         "Sources/Exclusion/Internal/Waiting/Engine+AwaitingConditions.swift",
-        "_waitList.end(waiter, .cancelled)",
+        "_withWaitList { $0.end(waiter, .cancelled) }",
         "_ = waiter",
         ["WaitingTests"],
     ),
