@@ -132,7 +132,8 @@ extension _Engine {
             // Waited for without the lock, so that the grantee finds the lock free.
             _lock.unlockExclusive()
             if let ended {
-                let changed = exclusion_wait_for_change(_withWaitList { $0._grantsEnded }, ended, deadline?.nanoseconds ?? 0)
+                let changed = exclusion_wait_for_change(
+                    _withWaitList { $0._grantsEnded }, ended, deadline?.nanoseconds ?? 0)
                 exclusion_end_loan(loan)
                 guard changed != 0 else { return false }
             }

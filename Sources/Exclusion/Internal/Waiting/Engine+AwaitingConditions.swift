@@ -71,7 +71,9 @@ extension _Engine {
                                 deliveries.runAfterRelease { continuation.resume(returning: result) }
                             },
                             fail: { error in continuation.resume(returning: .failure(error)) },
-                            timer: limit.map { limit in _withWaitList { $0.startTimer(for: waiter, limit, label: label) } })
+                            timer: limit.map { limit in
+                                _withWaitList { $0.startTimer(for: waiter, limit, label: label) }
+                            })
                         if _withWaitList({ $0.arrive(waiter, job) }) { _enqueueTurn(of: waiter, profile: profile) }
                     }
                 } onCancel: {
@@ -94,7 +96,9 @@ extension _Engine {
         let job = _WaitingJob(
             condition: condition, run: _delivering(body, on: queue, to: completion),
             fail: { error in queue.async { completion(.failure(error)) } },
-            timer: timeout.map { timeout in _withWaitList { $0.startTimer(for: waiter, _TimeLimit(timeout), label: label) } })
+            timer: timeout.map { timeout in
+                _withWaitList { $0.startTimer(for: waiter, _TimeLimit(timeout), label: label) }
+            })
         if _withWaitList({ $0.arrive(waiter, job) }) { _enqueueTurn(of: waiter) }
     }
 

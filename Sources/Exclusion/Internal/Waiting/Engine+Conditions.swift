@@ -111,7 +111,9 @@ extension _Engine {
     private func _retake(_ thread: _CurrentThread, _ waiter: _WaiterID, before deadline: _Deadline?) -> Outbox? {
         guard _lock.tryLockExclusive() || _waitExclusively(before: deadline, file: "", line: 0, observers: [])
         else { return nil }
-        if !_withWaitList({ $0.takeGrant(waiter) }), _releaseWork.isReserved, !_backOffForGrantee(before: deadline) { return nil }
+        if !_withWaitList({ $0.takeGrant(waiter) }), _releaseWork.isReserved, !_backOffForGrantee(before: deadline) {
+            return nil
+        }
         return _enteredExclusively(thread)
     }
 
