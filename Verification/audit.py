@@ -172,6 +172,20 @@ PLANTS = {
         "let outcome = execute(programs(explorer.seed, schedule.scenario), &chooser)",
         ["ScheduleTests"],
     ),
+    "rwlock-scan-too-few": (
+        "a writer looks only at the slot of thread index 0, not at those of every index handed out",
+        "Sources/ExclusionShims/ExclusionReadersWriterLock.c",
+        "EXCLUSION_VISIBLE_READERS_PER_LOCK : limit + 1;",
+        "EXCLUSION_VISIBLE_READERS_PER_LOCK : 1;",
+        ["ReadersWriterTests"],
+    ),
+    "thread-index-kept": (
+        "an exited thread's index is never handed out again, so writers come to look at every slot",
+        "Sources/ExclusionShims/ExclusionShims.c",
+        "    exclusion_thread.index = 0;\n    pthread_mutex_lock(&indices_lock);\n",
+        "    exclusion_thread.index = 0;\n    return;\n    pthread_mutex_lock(&indices_lock);\n",
+        ["ReadersWriterTests"],
+    ),
     "runtime-measures-global-queue": (
         "the tests' measure of the pool's time beats on dispatch's global queue, which runs while the pool is held",
         "Tests/ExclusionTestSupport/Patience.swift",

@@ -15,6 +15,11 @@
  * bias withdrawn) drain it first; the Flusher moves the oldest buffered store to memory at any
  * moment.
  *
+ * A writer looks only at the slots of thread indices handed out so far (`exclusion_thread_index_limit`,
+ * LIMIT here): reader 0's index was handed out before the model starts, reader 1's is handed out
+ * (a sequentially consistent store) just before its first read, and the writer reads the limit
+ * after withdrawing the bias, looking at slot 1 only if it counts reader 1.
+ *
  * Checked: no read runs while a write does (the assertions). `check.sh` runs it as written and
  * each broken variant below, which must fail.
  *
@@ -24,6 +29,8 @@
  *   WRITER_IGNORES_ANNOUNCING    broken: the writer treats an announcing slot as free
  *   READER_CLEARS_TAKEN_SLOT     broken (with COLLIDE): a reader that found its slot taken clears
  *                                it on its way to the slow path, erasing the reader that holds it
+ *   LIMIT_BEFORE_WITHDRAW        broken: the writer reads the limit before withdrawing the bias, so
+ *                                a thread that gets its index in between reads unseen
  */
 #define B 3            /* store-buffer entries per thread */
 #define T 3            /* threads: 0, 1 readers; 2 the writer */
@@ -32,9 +39,10 @@
 #define SLOT1 2
 #define ANNOUNCING 1
 #define READING 2
+#define LIMIT 3        /* the highest thread index handed out: 1 for reader 0, 2 for reader 1 */
 #define FOREIGN 5      /* a slot naming another lock's reader */
 
-byte mem[3];
+byte mem[4];
 byte ba[T * B];
 byte bv[T * B];
 byte bl[T];
@@ -89,6 +97,10 @@ proctype Reader(byte i; byte slot) {
     byte n = 0;
     byte v;
     bit fast;
+    if
+    :: i == 1 -> store_sc(i, LIMIT, 2)   /* its index, handed out at its first access */
+    :: else -> skip
+    fi;
     do
     :: n < 2 ->
         fast = 0;
@@ -164,6 +176,7 @@ inline wait_for_slot(w, slot, v, entered, timed, trying) {
 proctype Writer(byte w) {
     byte n = 0;
     byte v;
+    byte limit;
     bit entered;
     bit timed;
     bit trying;
@@ -183,14 +196,20 @@ proctype Writer(byte w) {
             load(w, BIAS, v);
             if
             :: v ->
+#ifdef LIMIT_BEFORE_WITHDRAW
+                load(w, LIMIT, limit);
+#endif
 #ifdef WRITER_PLAIN_REVOKE
                 store(w, BIAS, 0);
 #else
                 store_sc(w, BIAS, 0);
 #endif
+#ifndef LIMIT_BEFORE_WITHDRAW
+                load(w, LIMIT, limit);
+#endif
                 wait_for_slot(w, SLOT0, v, entered, timed, trying);
                 if
-                :: entered -> wait_for_slot(w, SLOT1, v, entered, timed, trying)
+                :: entered && limit >= 2 -> wait_for_slot(w, SLOT1, v, entered, timed, trying)
                 :: else -> skip
                 fi;
                 if
@@ -208,7 +227,7 @@ proctype Writer(byte w) {
             atomic { drain(w); wr = 0 }
         :: else -> skip
         fi;
-        atomic { n++; v = 0; entered = 0; timed = 0; trying = 0 }
+        atomic { n++; v = 0; limit = 0; entered = 0; timed = 0; trying = 0 }
     :: else -> break
     od
 }
@@ -236,6 +255,7 @@ end:
 init {
     atomic {
         mem[BIAS] = 1;
+        mem[LIMIT] = 1;
         run Reader(0, SLOT0);
 #ifdef COLLIDE
         run Reader(1, SLOT0);

@@ -61,6 +61,7 @@ check bias.pml fails READER_PLAIN_ANNOUNCE
 check bias.pml fails WRITER_PLAIN_REVOKE
 check bias.pml fails WRITER_IGNORES_ANNOUNCING
 check bias.pml fails COLLIDE READER_CLEARS_TAKEN_SLOT
+check bias.pml fails LIMIT_BEFORE_WITHDRAW
 check fenced-readers.pml holds
 check fenced-readers.pml fails NO_MEMBARRIER
 check fenced-readers.pml fails READER_DOES_NOT_LOOK

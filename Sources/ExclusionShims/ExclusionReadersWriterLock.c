@@ -107,6 +107,15 @@ static int names(uintptr_t value, const exclusion_rwlock *lock) {
     return (value & ~(uintptr_t)EXCLUSION_READ_SLOT_STATE) == (uintptr_t)lock;
 }
 
+/// How many of a lock's slots a writer that has withdrawn the bias looks at: one per thread index
+/// handed out so far, up to all the slots a lock's readers can take. Read after the withdrawal: a
+/// reader's index is published before it announces itself, so a reader the writer must wait for
+/// has an index the writer counts (`Verification/bias.pml`).
+static uint32_t slots_to_look_at(void) {
+    uint32_t limit = __atomic_load_n(&exclusion_thread_index_limit, __ATOMIC_SEQ_CST);
+    return limit >= EXCLUSION_VISIBLE_READERS_PER_LOCK ? EXCLUSION_VISIBLE_READERS_PER_LOCK : limit + 1;
+}
+
 /// How a writer holding `writers` waits for readers in slots, over one withdrawal of the bias.
 typedef struct {
     /// Where readers write their slots with plain stores: `waiting` is set and fenced, so that a
@@ -191,7 +200,8 @@ int exclusion_rwlock_write_revoke(exclusion_rwlock *lock, uint64_t deadline) {
         return 1;  // readers that find no bias only pass through the slots, reading nothing
     }
     slot_wait wait = {0, 0};
-    for (uint32_t thread = 0; thread < EXCLUSION_VISIBLE_READERS_PER_LOCK; thread++) {
+    uint32_t threads = slots_to_look_at();
+    for (uint32_t thread = 0; thread < threads; thread++) {
         uintptr_t *slot = &exclusion_visible_readers[exclusion_visible_reader_slot(lock, thread)];
         if (!wait_for_slot(lock, slot, deadline, &wait)) {
             // Still withdrawn: the caller lets go (a timed write) or waits on.
@@ -214,7 +224,8 @@ int exclusion_rwlock_try_write(exclusion_rwlock *lock) {
     if (!__atomic_load_n(&lock->bias, __ATOMIC_RELAXED)) return 1;
     __atomic_store_n(&lock->bias, 0, __ATOMIC_SEQ_CST);
     slot_wait wait = {0, 0};
-    for (uint32_t thread = 0; thread < EXCLUSION_VISIBLE_READERS_PER_LOCK; thread++) {
+    uint32_t threads = slots_to_look_at();
+    for (uint32_t thread = 0; thread < threads; thread++) {
         if (!slot_is_free(lock, &exclusion_visible_readers[exclusion_visible_reader_slot(lock, thread)], &wait)) {
             // A fast-path reader is inside: undo, as if the lock had been busy.
             end_slot_wait(lock, &wait);

@@ -3,19 +3,95 @@
 #include <errno.h>
 #include <sched.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <time.h>
 
 _Thread_local exclusion_thread_record exclusion_thread __attribute__((tls_model("initial-exec")));
 
-static uint32_t next_thread_index = 0;
+// Thread indices are given back when their threads exit and handed out again, lowest first, so
+// that they stay as few as the threads alive at once: a readers-writer lock's writer looks at one
+// slot of the table of visible readers per index handed out (`exclusion_thread_index_limit`), and
+// a program whose threads come and go (dispatch's workers do) would otherwise soon make every
+// writer look at all of them. Taken once per thread, at its first access and at its exit: never
+// on an access's path, so a plain mutex does.
+static pthread_mutex_t indices_lock = PTHREAD_MUTEX_INITIALIZER;
+/// Indices of exited threads, a heap with the lowest on top; under `indices_lock`.
+static uint32_t *free_indices = NULL;
+static uint32_t free_count = 0;
+static uint32_t free_capacity = 0;
+
+uint32_t exclusion_thread_index_limit = 0;
+
+static pthread_key_t index_key;
+/// 1 once `index_key` exists; 0 where it couldn't be made, and indices aren't given back.
+static int index_key_made = 0;
+static pthread_once_t index_key_once = PTHREAD_ONCE_INIT;
+
+static void sift_down(uint32_t at) {
+    for (;;) {
+        uint32_t lowest = at, left = 2 * at + 1, right = left + 1;
+        if (left < free_count && free_indices[left] < free_indices[lowest]) lowest = left;
+        if (right < free_count && free_indices[right] < free_indices[lowest]) lowest = right;
+        if (lowest == at) return;
+        uint32_t swapped = free_indices[at];
+        free_indices[at] = free_indices[lowest];
+        free_indices[lowest] = swapped;
+        at = lowest;
+    }
+}
+
+/// Runs when a thread that was given an index exits: the index goes back to be handed out again.
+/// A thread inside an access can't exit, so the index holds no slot of the table.
+static void give_back_index(void *value) {
+    uint32_t index = (uint32_t)(uintptr_t)value;
+    // Should a later destructor of this thread make an access, it gets an index again.
+    exclusion_thread.index = 0;
+    pthread_mutex_lock(&indices_lock);
+    if (free_count == free_capacity) {
+        uint32_t capacity = free_capacity == 0 ? 64 : free_capacity * 2;
+        uint32_t *grown = realloc(free_indices, capacity * sizeof *grown);
+        if (grown == NULL) {
+            pthread_mutex_unlock(&indices_lock);
+            return;  // not given back: an index less to hand out again, nothing worse
+        }
+        free_indices = grown;
+        free_capacity = capacity;
+    }
+    uint32_t at = free_count++;
+    free_indices[at] = index;
+    while (at > 0 && free_indices[(at - 1) / 2] > free_indices[at]) {
+        uint32_t parent = (at - 1) / 2;
+        free_indices[at] = free_indices[parent];
+        free_indices[parent] = index;
+        at = parent;
+    }
+    pthread_mutex_unlock(&indices_lock);
+}
+
+static void make_index_key(void) {
+    index_key_made = pthread_key_create(&index_key, give_back_index) == 0;
+}
 
 exclusion_thread_record *exclusion_current_thread_slow(void) {
     exclusion_thread_record *record = &exclusion_thread;
-    record->index = __atomic_add_fetch(&next_thread_index, 1, __ATOMIC_RELAXED);
-    if (record->index == 0) {
-        // After 2^32 threads the counter wraps; 0 means "unassigned", so skip it.
-        record->index = __atomic_add_fetch(&next_thread_index, 1, __ATOMIC_RELAXED);
+    pthread_once(&index_key_once, make_index_key);
+    uint32_t index;
+    pthread_mutex_lock(&indices_lock);
+    if (free_count > 0) {
+        index = free_indices[0];
+        free_indices[0] = free_indices[--free_count];
+        sift_down(0);
+    } else {
+        // A new index, above every one handed out. Published before this thread can use it, and
+        // sequentially consistent: a writer that withdraws a bias and then reads the limit sees
+        // every reader that announced itself before the withdrawal (`Verification/bias.pml`).
+        index = exclusion_thread_index_limit + 1;
+        if (index == 0) index = 1;  // after 2^32 - 1 threads alive at once; never in practice
+        __atomic_store_n(&exclusion_thread_index_limit, index, __ATOMIC_SEQ_CST);
     }
+    pthread_mutex_unlock(&indices_lock);
+    record->index = index;
+    if (index_key_made) (void)pthread_setspecific(index_key, (void *)(uintptr_t)index);
     return record;
 }
 

@@ -39,6 +39,10 @@ void exclusion_lock_testing_release_silently(exclusion_lock *lock) {
 
 #endif
 
+uint32_t exclusion_testing_thread_index_limit(void) {
+    return __atomic_load_n(&exclusion_thread_index_limit, __ATOMIC_SEQ_CST);
+}
+
 int exclusion_rwlock_testing_is_biased(exclusion_rwlock *lock) {
     return __atomic_load_n(&lock->bias, __ATOMIC_SEQ_CST) != 0;
 }

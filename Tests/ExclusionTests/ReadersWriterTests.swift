@@ -412,9 +412,10 @@ struct ReadersWriterTests {
         // write try must wait that out and succeed instead of failing spuriously.
         let owner = ReadersWriter(0)
         let lock = owner._engine._lock
-        // On a thread index no thread here has, in a slot no other reader holds right now.
+        // On thread index 0, which no thread has and whose slot a writer always looks at; on 1 if
+        // another lock's reader holds that slot right now.
         let stopped = try #require(
-            (UInt32(0x7FFF_FF00)...0x7FFF_FFFF).first { exclusion_rwlock_testing_announce(lock._handle, $0) != 0 })
+            (UInt32(0)...1).first { exclusion_rwlock_testing_announce(lock._handle, $0) != 0 })
         onNewThread {
             _ = spin(until: { exclusion_rwlock_testing_is_biased(lock._handle) == 0 })
             exclusion_rwlock_testing_leave(lock._handle, stopped)
@@ -428,6 +429,20 @@ struct ReadersWriterTests {
         }
         #expect(locked)
         withExtendedLifetime(owner) {}  // the lock lives in it
+    }
+
+    @Test func threadsThatComeAndGoHandTheirIndicesOn() async {
+        // A writer looks at one slot of the readers' table per thread index handed out, so an
+        // exited thread's index must be handed out again: a program whose threads come and go
+        // would otherwise soon make every writer look at all 256.
+        let value = ReadersWriter(0)
+        let before = exclusion_testing_thread_index_limit()
+        for _ in 0..<1_000 {
+            await onItsOwnThread { _ = value.read { $0 } }
+        }
+        // One after another, each starting as the last one ends: a few alive at once, with the
+        // threads of the tests running beside this one.
+        #expect(exclusion_testing_thread_index_limit() - before < 500)
     }
 
     @Test func awaitedErrorsReachTheCaller() async {

@@ -22,8 +22,10 @@
 ///   speed, never correctness.
 /// - A writer takes the underlying lock, withdraws the bias, and waits until no slot of the table
 ///   names this lock; it looks only at the slots this lock's readers can take, one per thread index
-///   modulo `EXCLUSION_VISIBLE_READERS_PER_LOCK`, not at the whole table. Readers that arrive after that find no bias and queue on the underlying lock
-///   behind the writer.
+///   modulo `EXCLUSION_VISIBLE_READERS_PER_LOCK`, and only those of thread indices handed out so
+///   far (`exclusion_thread_index_limit`: an exited thread's index is handed out again, so there
+///   are as many as threads alive at once), not at the whole table. Readers that arrive after that
+///   find no bias and queue on the underlying lock behind the writer.
 /// - The underlying lock prefers writers, so a write waits only for the reads that started before
 ///   it, like a dispatch barrier: `writers`, which a writer holds, and which a slow-path reader
 ///   holds only while it counts itself in `readers`. A reader that waits for a writer so lends it

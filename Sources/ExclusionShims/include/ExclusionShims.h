@@ -14,6 +14,8 @@
 /// a `pthread_getspecific` call.
 typedef struct {
     /// A small number unique to this thread while it lives (1, 2, 3, ...); 0 until first asked for.
+    /// An exited thread's index is handed out again, lowest first, so indices stay as few as the
+    /// threads alive at once.
     uint32_t index;
     /// How many instances this thread is inside right now.
     uint32_t depth;
@@ -25,6 +27,10 @@ typedef struct {
 } exclusion_thread_record;
 
 exclusion_thread_record *exclusion_current_thread_slow(void);
+
+/// The highest thread index handed out so far (stored sequentially consistent before its thread
+/// gets it): no thread alive has a higher one.
+extern uint32_t exclusion_thread_index_limit;
 
 // initial-exec: one register-relative load on every access, instead of a call to __tls_get_addr.
 extern _Thread_local exclusion_thread_record exclusion_thread __attribute__((tls_model("initial-exec")));

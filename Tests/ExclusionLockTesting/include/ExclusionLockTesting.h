@@ -28,6 +28,9 @@ int exclusion_lock_testing_is_fenced(void);
 
 #endif
 
+/// The highest thread index handed out so far (`exclusion_thread_index_limit`).
+uint32_t exclusion_testing_thread_index_limit(void);
+
 /// Whether `lock` is read-biased right now (a writer that waits for readers has withdrawn it).
 int exclusion_rwlock_testing_is_biased(exclusion_rwlock *lock);
 
