@@ -19,6 +19,7 @@ private struct SleepRecordingLock: _EngineLock {
 
     struct Storage {
         var words = exclusion_engine_words()
+        var label = exclusion_label_room()  // where the engine keeps the label, right after the words
         var record: Record?
     }
 

@@ -71,9 +71,34 @@ static inline int exclusion_engine_publish_side(exclusion_engine_words *_Nonnull
 
 // MARK: - What an instance holds inline
 
+/// The size of a cache line: 128 bytes on Apple's arm64 processors, 64 on the others Exclusion
+/// builds for.
+#if defined(__APPLE__) && defined(__aarch64__)
+#define EXCLUSION_CACHE_LINE 128
+#else
+#define EXCLUSION_CACHE_LINE 64
+#endif
+
+/// Room for the instance's label, a Swift `String?` that the engine keeps there (`_Engine.label`):
+/// raw bytes to C, in the gap between the words and the lock.
+typedef struct {
+    uint64_t bytes[2];
+} exclusion_label_room;
+
+/// How an instance lays out its words and its lock: a cache line apart, so that threads that wait
+/// (and change the words to say so) or look at the words (an iterator of `values` setting up its
+/// next wait) don't take the lock's line from the thread that holds it, which every access and
+/// release writes; the state follows the lock. The label's room fills part of the gap. The words
+/// come first, at a 16-byte boundary of the object, and the lock a line further on: two 16-byte
+/// pieces of an object whose distance is a whole line are never on one line, wherever the
+/// allocator put the object.
+#define EXCLUSION_WORDS_APART (EXCLUSION_CACHE_LINE - sizeof(exclusion_engine_words) - sizeof(exclusion_label_room))
+
 /// An `Exclusive`'s words and lock, kept in the instance itself.
 typedef struct {
     exclusion_engine_words words;
+    exclusion_label_room label;
+    uint8_t apart[EXCLUSION_WORDS_APART];
     exclusion_lock lock;
 } exclusion_exclusive_storage;
 
@@ -85,11 +110,22 @@ static inline exclusion_lock *_Nonnull exclusion_exclusive_lock(exclusion_exclus
     return &storage->lock;
 }
 
-/// A `ReadersWriter`'s words and lock, kept in the instance itself.
+/// A `ReadersWriter`'s words and lock, kept in the instance itself, as `Exclusive`'s are.
 typedef struct {
     exclusion_engine_words words;
+    exclusion_label_room label;
+    uint8_t apart[EXCLUSION_WORDS_APART];
     exclusion_rwlock lock;
 } exclusion_readers_writer_storage;
+
+_Static_assert(
+    __builtin_offsetof(exclusion_exclusive_storage, lock) == EXCLUSION_CACHE_LINE
+        && __builtin_offsetof(exclusion_readers_writer_storage, lock) == EXCLUSION_CACHE_LINE,
+    "an instance's lock is a cache line past its words");
+_Static_assert(
+    __builtin_offsetof(exclusion_exclusive_storage, label) == sizeof(exclusion_engine_words)
+        && __builtin_offsetof(exclusion_readers_writer_storage, label) == sizeof(exclusion_engine_words),
+    "the label's room follows the words");
 
 static inline exclusion_engine_words *_Nonnull exclusion_readers_writer_words(
     exclusion_readers_writer_storage *_Nonnull storage) {

@@ -24,9 +24,10 @@ import Synchronization
 /// **One object.** Users make an instance per object they share, so an instance costs what a lock
 /// does: one allocation, the public object itself. `Exclusive` and `ReadersWriter` declare no
 /// stored property; they are made by `make` with tail-allocated storage (`ManagedBufferPointer`
-/// over their class) that holds, as its header, the lock and the instance's words (`Lock.Storage`)
-/// and the label if one was given, and the state as its one element. The engine is a view of that
-/// storage. What only some instances need (the backlog of submitted work, the wait list, a
+/// over their class) that holds, as its header, the instance's words, the label if one was given,
+/// and the lock (`Lock.Storage`), and the state as its one element. The words and the lock are a
+/// cache line apart, so that threads waiting on the instance don't take the line the holder writes
+/// (`exclusion_exclusive_storage`). The engine is a view of that storage. What only some instances need (the backlog of submitted work, the wait list, a
 /// profile's notes, where a watched access entered) is in side structures (`_EngineSide`), made
 /// the first time something needs them. The storage never moves while the instance lives, so the
 /// engine hands out its addresses, to the lock and to the accessors' closures.
@@ -65,7 +66,7 @@ struct _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
         _ initialState: sending State, label: String?, as instance: Instance.Type
     ) -> Instance {
         let storage = Storage(bufferClass: Instance.self, minimumCapacity: 1) { _, _ in
-            _EngineHeader(storage: Lock.unprepared, label: label)
+            _EngineHeader(storage: Lock.unprepared)
         }
         storage.withUnsafeMutablePointers { header, state in
             let base = UnsafeMutableRawPointer(Unmanaged.passUnretained(storage.buffer).toOpaque())
@@ -80,8 +81,14 @@ struct _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
                 UnsafeMutableRawPointer(
                     Lock.words(UnsafeMutableRawPointer(header).assumingMemoryBound(to: Lock.Storage.self)))
                     == UnsafeMutableRawPointer(header))
+            assert(
+                MemoryLayout<String?>.size <= MemoryLayout<exclusion_label_room>.size
+                    && MemoryLayout<String?>.alignment <= MemoryLayout<exclusion_label_room>.alignment
+                    && MemoryLayout<Lock.Storage>.size
+                        >= MemoryLayout<exclusion_engine_words>.size + MemoryLayout<exclusion_label_room>.size)
             Lock.prepare(
                 UnsafeMutableRawPointer(header).assumingMemoryBound(to: Lock.Storage.self), flags: _newInstanceFlags)
+            _labelRoom(UnsafeMutableRawPointer(header)).initialize(to: label)
             state.initialize(to: initialState)
         }
         // The storage is its object and nothing else (`ManagedBufferPointer` is a frozen struct of one
@@ -109,6 +116,7 @@ struct _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
         Lock.destroy(_storage)
         // The storage's class must destroy what it holds (`ManagedBufferPointer`).
         _state.deinitialize(count: 1)
+        _label.deinitialize(count: 1)
         _header.deinitialize(count: 1)
     }
 
@@ -178,6 +186,15 @@ struct _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
 
     @inlinable var _flags: UInt64 { exclusion_engine_flags(_words) }
 
+    /// The label the instance was made with, in its room right after the words
+    /// (`exclusion_label_room`), between them and the lock.
+    var _label: UnsafeMutablePointer<String?> { Self._labelRoom(_base + Self._headerOffset) }
+
+    /// The label's room in a header at `header`.
+    @inlinable static func _labelRoom(_ header: UnsafeMutableRawPointer) -> UnsafeMutablePointer<String?> {
+        (header + MemoryLayout<exclusion_engine_words>.size).assumingMemoryBound(to: String?.self)
+    }
+
     /// What a release has to do besides unlocking: the words' view.
     @inlinable var _releaseWork: _ReleaseWork { _ReleaseWork(_words) }
 
@@ -228,7 +245,7 @@ struct _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
 
     /// The name messages show: the one it was made with, or the default.
     @usableFromInline var label: String {
-        _header.pointee.label ?? _typeName
+        _label.pointee ?? _typeName
     }
 
     /// The public type's full name, as messages show it: `Exclusive<Ledger>`.
@@ -251,15 +268,14 @@ enum _EngineStart {
     }()
 }
 
-/// What an instance keeps in its storage's header: its lock and words, then the label it was given.
+/// What an instance keeps in its storage's header: its words, the room for its label and its lock,
+/// in the order and at the distances the C struct `Storage` lays out (`exclusion_exclusive_storage`).
 @usableFromInline
 struct _EngineHeader<Storage> {
     @usableFromInline var storage: Storage
-    @usableFromInline var label: String?
 
-    @inlinable init(storage: Storage, label: String?) {
+    @inlinable init(storage: Storage) {
         self.storage = storage
-        self.label = label
     }
 }
 
