@@ -85,7 +85,8 @@ struct _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
                 MemoryLayout<String?>.size <= MemoryLayout<exclusion_label_room>.size
                     && MemoryLayout<String?>.alignment <= MemoryLayout<exclusion_label_room>.alignment
                     && MemoryLayout<Lock.Storage>.size
-                        >= MemoryLayout<exclusion_engine_words>.size + MemoryLayout<exclusion_label_room>.size)
+                        >= MemoryLayout<exclusion_engine_words>.size + MemoryLayout<exclusion_label_room>.size
+            )
             Lock.prepare(
                 UnsafeMutableRawPointer(header).assumingMemoryBound(to: Lock.Storage.self), flags: _newInstanceFlags)
             _labelRoom(UnsafeMutableRawPointer(header)).initialize(to: label)
