@@ -95,24 +95,43 @@ exclusion_thread_record *exclusion_current_thread_slow(void) {
     return record;
 }
 
+/// The time of the calling thread's wait that began at `start` (`exclusion_wait_woken`).
+static int end_wait(uint64_t start, int woken) {
+#if EXCLUSION_BACKOFF_SPINS > 0
+    exclusion_thread.last_wait_ns = exclusion_monotonic_now() - start;
+#else
+    (void)start;
+#endif
+    return woken;
+}
+
 int exclusion_wait_woken(uint32_t *word, uint64_t deadline) {
+    uint64_t start = 0;
+#if EXCLUSION_BACKOFF_SPINS > 0
     // The one spin of every wait (nothing where locks lend priority): a wake-up that comes within
     // it costs neither thread a system call, and the woken thread is running already, where a
     // parked one must first be scheduled. The compare-and-swap below then finds the word woken.
-    exclusion_backoff backoff = {0};
-    while (__atomic_load_n(word, __ATOMIC_ACQUIRE) != EXCLUSION_WOKEN && exclusion_backoff_spin(&backoff)) {
+    // Not after a long wait, which says that this thread's waits are not hand-offs: a thread that
+    // spun before it parked is woken later than one that parked at once (Benchmarks/README.md,
+    // "Issue 44"), and the spin would cost it that for nothing.
+    start = exclusion_monotonic_now();
+    if (exclusion_thread.last_wait_ns < EXCLUSION_LONG_WAIT_NS) {
+        exclusion_backoff backoff = {0};
+        while (__atomic_load_n(word, __ATOMIC_ACQUIRE) != EXCLUSION_WOKEN && exclusion_backoff_spin(&backoff)) {
+        }
     }
+#endif
     for (;;) {
         uint32_t seen = EXCLUSION_WAITING;
         // Says it parks, unless the wake-up came first: then a waker that finds the word parked
         // knows to unpark it, and one that came before this finds nothing to unpark.
         if (!__atomic_compare_exchange_n(word, &seen, EXCLUSION_PARKED, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)
             && seen == EXCLUSION_WOKEN) {
-            return 1;
+            return end_wait(start, 1);
         }
         if (exclusion_park(word, EXCLUSION_PARKED, deadline) == ETIMEDOUT
             && __atomic_load_n(word, __ATOMIC_ACQUIRE) != EXCLUSION_WOKEN) {
-            return 0;  // still marked parked: a wake-up sent now makes a call that wakes nobody
+            return end_wait(start, 0);  // still marked parked: a wake-up sent now makes a call that wakes nobody
         }
     }
 }

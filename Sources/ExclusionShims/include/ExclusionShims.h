@@ -24,6 +24,9 @@ typedef struct {
     /// What the thread parks on while it waits for a condition: `EXCLUSION_WOKEN` once a release
     /// has woken it (`exclusion_wait_woken`).
     uint32_t woken;
+    /// How long the thread's last wait for a condition took, in nanoseconds: whether its next one
+    /// spins first (`exclusion_wait_woken`). Only where waits spin.
+    uint64_t last_wait_ns;
 } exclusion_thread_record;
 
 exclusion_thread_record *exclusion_current_thread_slow(void);
@@ -154,9 +157,14 @@ static inline uint32_t *exclusion_prepare_to_be_woken(exclusion_thread_record *r
     return &record->woken;
 }
 
-/// Spins (`exclusion_backoff`), then parks, until `exclusion_wake(word)` has been called, or
-/// `deadline` (0: none) passes; 1 once woken, 0 if the deadline passed first. `word` is the calling
-/// thread's (`exclusion_prepare_to_be_woken`).
+/// A thread whose last wait for a condition took longer than this doesn't spin before its next
+/// one parks (`exclusion_wait_woken`): five times what parking and being woken cost on Linux.
+#define EXCLUSION_LONG_WAIT_NS 50000u
+
+/// Spins (`exclusion_backoff`) unless the thread's last wait was long (`EXCLUSION_LONG_WAIT_NS`),
+/// then parks, until `exclusion_wake(word)` has been called, or `deadline` (0: none) passes; 1 once
+/// woken, 0 if the deadline passed first. `word` is the calling thread's
+/// (`exclusion_prepare_to_be_woken`).
 int exclusion_wait_woken(uint32_t *word, uint64_t deadline);
 
 /// Wakes the thread whose word `word` is. That thread still waits, or is about to: its word stays
