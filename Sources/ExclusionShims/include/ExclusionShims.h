@@ -158,7 +158,8 @@ static inline uint32_t *exclusion_prepare_to_be_woken(exclusion_thread_record *r
 }
 
 /// A thread whose last wait for a condition took longer than this doesn't spin before its next
-/// one parks (`exclusion_wait_woken`): five times what parking and being woken cost on Linux.
+/// one parks (`exclusion_wait_woken`): several times what parking and being woken cost, so that
+/// only waits that were no hand-off count (Benchmarks/README.md, "Issue 44", has the figures).
 #define EXCLUSION_LONG_WAIT_NS 50000u
 
 /// Spins (`exclusion_backoff`) unless the thread's last wait was long (`EXCLUSION_LONG_WAIT_NS`),

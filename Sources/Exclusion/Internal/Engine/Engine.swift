@@ -27,10 +27,11 @@ import Synchronization
 /// over their class) that holds, as its header, the instance's words, the label if one was given,
 /// and the lock (`Lock.Storage`), and the state as its one element. The words and the lock are a
 /// cache line apart, so that threads waiting on the instance don't take the line the holder writes
-/// (`exclusion_exclusive_storage`). The engine is a view of that storage. What only some instances need (the backlog of submitted work, the wait list, a
-/// profile's notes, where a watched access entered) is in side structures (`_EngineSide`), made
-/// the first time something needs them. The storage never moves while the instance lives, so the
-/// engine hands out its addresses, to the lock and to the accessors' closures.
+/// (`exclusion_exclusive_storage`). The engine is a view of that storage. What only some
+/// instances need (the backlog of submitted work, the wait list, a profile's notes, where a
+/// watched access entered) is in side structures (`_EngineSide`), made the first time something
+/// needs them. The storage never moves while the instance lives, so the engine hands out its
+/// addresses, to the lock and to the accessors' closures.
 ///
 /// Work that waits holds the instance strongly only while it is set up or runs: an iterator of
 /// `values` waits without it, so that an instance nobody else holds goes away and ends it.
