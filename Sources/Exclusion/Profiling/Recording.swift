@@ -70,7 +70,7 @@ extension _Engine {
             _releaseWork.profiledWaiterLeaves()
             _record(wait)
         } else {
-            _withSide { $0.profile.pendingWait = wait }
+            _withSide { $0.profile.pointee.pendingWait = wait }
             _releaseWork.profiledWaiterTookOver()
         }
     }
@@ -87,8 +87,9 @@ extension _Engine {
     /// `exclusively`, it is cleared, since the next waiter's holder is whoever releases next.
     private func _takeHolder(exclusively: Bool) -> _Site {
         _withSide { side in
-            let holder = side.profile.holder
-            if exclusively, holder.start != 0 { side.profile.holder = .none }
+            guard let notes = side.existingProfile else { return .none }
+            let holder = notes.pointee.holder
+            if exclusively, holder.start != 0 { notes.pointee.holder = .none }
             return holder
         }
     }
@@ -156,7 +157,7 @@ extension _Engine {
     /// Notes the releasing access's call site, for the profiled waiters; call holding the state
     /// exclusively.
     @usableFromInline func _noteHolder(file: StaticString, line: UInt) {
-        _withSide { $0.profile.holder = _Site(file, line) }
+        _withSide { $0.profile.pointee.holder = _Site(file, line) }
     }
 
     /// The pending wait, taken for recording once the state is released; call holding it.
@@ -164,8 +165,9 @@ extension _Engine {
         guard _releaseWork.hasPendingWait else { return nil }
         _releaseWork.pendingWaitTaken()
         return _withSide { side in
-            defer { side.profile.pendingWait = nil }
-            return side.profile.pendingWait
+            guard let notes = side.existingProfile else { return nil }
+            defer { notes.pointee.pendingWait = nil }
+            return notes.pointee.pendingWait
         }
     }
 }

@@ -207,7 +207,7 @@ extension _Engine {
         var deliveries = deliveries
         var woken: _Wakeup?
         serving: while _releaseWork.hasSleepers {
-            switch _withSide({ $0.waitList.nextReady(_state, mayWake: woken == nil, skipping: joiner) }) {
+            switch _withWaitList({ $0.nextReady(_state, mayWake: woken == nil, skipping: joiner) }) {
             case .nothing:
                 break serving
             case .run(let run):

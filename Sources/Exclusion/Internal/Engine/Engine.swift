@@ -105,15 +105,15 @@ struct _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
     /// Ends what waits and destroys what the instance holds; call once, from its `deinit`.
     @usableFromInline
     func tearDown() {
-        if let side = _existingSide {
+        if let side = _existingSide, let waitList = side.existingWaitList {
             // Nothing can reach the state any more, so no value will change: iterators of `values`
             // end. Work submitted with a condition can still wait: nobody is left to change the
             // state, so its condition will never hold. It must still hear back exactly once.
-            side.waitList.endObservations()
-            side.waitList.endAll()
-            side.waitList.detach()  // a timer firing late may still reach the list, but not the words
-            Unmanaged.passUnretained(side).release()
+            waitList.endObservations()
+            waitList.endAll()
+            waitList.detach()  // a timer firing late may still reach the list, but not the words
         }
+        if let side = _existingSide { Unmanaged.passUnretained(side).release() }
         _LockOrder.forget(_identity)
         Lock.destroy(_storage)
         // The storage's class must destroy what it holds (`ManagedBufferPointer`).
@@ -238,7 +238,7 @@ struct _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
     /// structures (`_withSide`): every step of a conditional wait goes through here, on the
     /// waiter's thread and on the releasing one.
     func _withWaitList<R>(_ body: (_WaitList<State>) -> R) -> R {
-        _withSide { body($0.waitList) }
+        _withSide { $0.withWaitList(body) }
     }
     /// The wait list, retained: for what no busy instance does (tests, reports).
     var _waitList: _WaitList<State> { _side.waitList }

@@ -6,24 +6,75 @@ import Synchronization
 /// turns, a contention profile's notes, and where the last watched access entered.
 ///
 /// An instance that is only ever accessed synchronously, one thread at a time, never makes it.
+/// Within it, the wait list is made the first time something waits for a condition or its turn
+/// (`waitList`), so that an instance that only submits work never makes one.
 /// Everything here reaches the instance's words through the engine, which outlives it: the engine
 /// releases it in its `deinit`, and nothing else holds it.
 final class _EngineSide<State>: @unchecked Sendable {
-    // @unchecked: `profile` is only touched with the instance's state held exclusively (its holder
-    // read with it held shared too); everything else guards itself or is atomic.
+    // @unchecked: `_profile` and its notes are only made and changed with the instance's state held
+    // exclusively (read with it held shared too); everything else guards itself or is atomic.
 
     let backlog: _Backlog<@Sendable (inout sending State) -> Void>
-    let waitList: _WaitList<State>
-    /// A contention profile's notes on this instance's waits (`Profiling/`).
-    var profile = _ProfileNotes()
+    /// The wait list, retained, once made; published once, like the side structures themselves.
+    private let _waitList = Atomic<UnsafeRawPointer?>(nil)
+    /// A contention profile's notes on this instance's waits (`Profiling/`), made the first time a
+    /// profiled access notes something: most instances are never profiled.
+    private var _profile: UnsafeMutablePointer<_ProfileNotes>?
     /// Where the last watched access entered: the file's UTF-8 start and length, and the line
     /// (`Checks/`).
     let entryFile = Atomic<UInt>(0)
     let entryFileLength = Atomic<Int>(0)
     let entryLine = Atomic<UInt>(0)
+    private let _releaseWork: _ReleaseWork
 
     init(words: UnsafeMutablePointer<exclusion_engine_words>) {
-        backlog = _Backlog(_ReleaseWork(words))
-        waitList = _WaitList(_ReleaseWork(words))
+        _releaseWork = _ReleaseWork(words)
+        backlog = _Backlog(_releaseWork)
+    }
+
+    deinit {
+        if let notes = _profile {
+            notes.deinitialize(count: 1)
+            notes.deallocate()
+        }
+        if let list = _waitList.load(ordering: .acquiring) { Unmanaged<_WaitList<State>>.fromOpaque(list).release() }
+    }
+
+    /// A contention profile's notes, made now if they aren't yet; with the state held exclusively.
+    var profile: UnsafeMutablePointer<_ProfileNotes> {
+        if let notes = _profile { return notes }
+        let notes = UnsafeMutablePointer<_ProfileNotes>.allocate(capacity: 1)
+        notes.initialize(to: _ProfileNotes())
+        _profile = notes
+        return notes
+    }
+
+    /// A contention profile's notes, if a profiled access noted something; with the state held.
+    var existingProfile: UnsafeMutablePointer<_ProfileNotes>? { _profile }
+
+    /// The wait list, made now if it isn't yet.
+    var waitList: _WaitList<State> { existingWaitList ?? _makeWaitList() }
+
+    /// The wait list, if something has waited for a condition or its turn.
+    var existingWaitList: _WaitList<State>? {
+        guard let list = _waitList.load(ordering: .acquiring) else { return nil }
+        return Unmanaged<_WaitList<State>>.fromOpaque(list).takeUnretainedValue()
+    }
+
+    /// Runs `body` with the wait list, made now if it isn't yet, without retaining it: the side
+    /// structures hold it as long as they live, and so does the caller's instance.
+    func withWaitList<R>(_ body: (_WaitList<State>) -> R) -> R {
+        guard let list = _waitList.load(ordering: .acquiring) else { return body(_makeWaitList()) }
+        return Unmanaged<_WaitList<State>>.fromOpaque(list)._withUnsafeGuaranteedRef(body)
+    }
+
+    private func _makeWaitList() -> _WaitList<State> {
+        let made = _WaitList<State>(_releaseWork)
+        let retained = Unmanaged.passRetained(made)
+        let (exchanged, _) = _waitList.compareExchange(
+            expected: nil, desired: UnsafeRawPointer(retained.toOpaque()), ordering: .acquiringAndReleasing)
+        if exchanged { return made }
+        retained.release()  // another thread's came first
+        return existingWaitList!
     }
 }
