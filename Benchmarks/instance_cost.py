@@ -23,6 +23,8 @@ KINDS = [
     ("NSLock", "`NSLock` + a var in a final class"),
     ("actor", "an actor with one `Int`"),
     ("DispatchQueue", "`DispatchQueue` + a var in a final class (the original pattern)"),
+    ("Exclusive, submitted", "`Exclusive<Int>`, used once with `accessAsync`"),
+    ("DispatchQueue, submitted", "the `DispatchQueue` box, used once with `async`"),
 ]
 
 

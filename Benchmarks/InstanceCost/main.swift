@@ -46,6 +46,20 @@ enum ExclusiveKind: Kind {
     static func increment(_ instance: Exclusive<Int>) { instance.access { $0 += 1 } }
 }
 
+/// Used once with work submitted to run later, which makes the side structures (the backlog) and,
+/// while the work is pending, a drain queue: what an instance keeps of them once it is quiet.
+enum ExclusiveSubmittedKind: Kind {
+    static func make() -> Exclusive<Int> { Exclusive(0) }
+    static func use(_ instance: Exclusive<Int>) async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            instance.accessAsync {
+                $0 += 1
+                done.resume()
+            }
+        }
+    }
+}
+
 enum ReadersWriterKind: Kind {
     static func make() -> ReadersWriter<Int> { ReadersWriter(0) }
     static func use(_ instance: ReadersWriter<Int>) async { increment(instance) }
@@ -77,9 +91,23 @@ enum DispatchQueueKind: Kind {
     static func use(_ instance: QueueBox) async { instance.queue.sync { instance.value += 1 } }
 }
 
+/// The original pattern's asynchronous use, the peer of `ExclusiveSubmittedKind`.
+enum DispatchQueueSubmittedKind: Kind {
+    static func make() -> QueueBox { QueueBox() }
+    static func use(_ instance: QueueBox) async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            instance.queue.async {
+                instance.value += 1
+                done.resume()
+            }
+        }
+    }
+}
+
 let kinds: [String: any Kind.Type] = [
     "Exclusive": ExclusiveKind.self, "ReadersWriter": ReadersWriterKind.self, "Mutex": MutexKind.self,
     "NSLock": NSLockKind.self, "actor": ActorKind.self, "DispatchQueue": DispatchQueueKind.self,
+    "Exclusive, submitted": ExclusiveSubmittedKind.self, "DispatchQueue, submitted": DispatchQueueSubmittedKind.self,
 ]
 
 /// Bytes of this process resident in memory.

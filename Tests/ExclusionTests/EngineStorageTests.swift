@@ -1,4 +1,5 @@
 import Dispatch
+import ExclusionTestSupport
 import Testing
 
 @testable import Exclusion
@@ -75,19 +76,47 @@ struct EngineStorageTests {
         #expect(counter._engine._existingSide != nil)
     }
 
-    @Test func aBacklogLetsABurstsRoomGoOnceItHasRunIt() async {
+    @Test func workSubmittedMakesNoWaitListAndItsDrainLetsItsQueueGo() async {
+        let counter = Exclusive(0)
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            counter.accessAsync {
+                $0 += 1
+                done.resume()
+            }
+        }
+        let side = counter._engine._side
+        // Only conditions and awaited turns wait in the list, and only a profile takes notes:
+        // submitted work needs neither.
+        #expect(side.existingWaitList == nil)
+        #expect(side.existingProfile == nil)
+        // The drain ends once it has run the job (after lingering for a moment); its queue goes with
+        // it, and the next drain makes another.
+        #expect(await eventually(for: "the drain to let its queue go") { !side.backlog._holdsDrainQueue })
+        #expect(await counter.access { $0 } == 1)
+        counter.accessAsync { $0 += 1 }
+        #expect(await counter.access { $0 } == 2)
+        #expect(await eventually(for: "the second drain to let its queue go") { !side.backlog._holdsDrainQueue })
+        #expect(await counter.access { _ in side.backlog._room } == 0)
+    }
+
+    @Test func aBacklogLetsItsRoomGoOnceABurstIsOver() async {
         let counter = Exclusive(0)
         let gate = DispatchSemaphore(value: 0)
         // The first job holds the state in its drain, on the drain's own thread, while the burst
-        // piles up behind it.
-        counter.accessAsync { _ in gate.wait() }
+        // piles up behind it: a batch of its own, after which the burst's batch is already coming.
+        await withCheckedContinuation { (started: CheckedContinuation<Void, Never>) in
+            counter.accessAsync { _ in
+                started.resume()
+                gate.wait()
+            }
+        }
         for _ in 0..<1_000 { counter.accessAsync { $0 += 1 } }
         gate.signal()
         #expect(await counter.access { $0 } == 1_000)
-        // Read by a later access: the one above may run as the burst's last job, while the burst's
-        // array is still being read.
-        let room = await counter.access { _ in counter._engine._backlog._room }
-        // Each of the two arrays keeps room for 64 jobs at most once a burst is over.
-        #expect(room <= 128, "the backlog keeps room for \(room) jobs after a burst of 1,000")
+        // Once the drain has ended (its queue gone), nothing is coming: the backlog keeps no room.
+        let backlog = counter._engine._backlog
+        #expect(await eventually(for: "the drain to end") { !backlog._holdsDrainQueue })
+        let room = await counter.access { _ in backlog._room }
+        #expect(room == 0, "the backlog keeps room for \(room) jobs once a burst of 1,000 is over")
     }
 }

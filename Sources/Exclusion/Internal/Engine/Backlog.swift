@@ -75,6 +75,14 @@ final class _Backlog<Body>: @unchecked Sendable {
         return _jobs.capacity + _spare.capacity
     }
 
+    /// Whether the backlog holds a drain queue, which it makes when it schedules a drain and lets go
+    /// when the drain ends; for tests.
+    var _holdsDrainQueue: Bool {
+        _lock.lock()
+        defer { _lock.unlock() }
+        return _drainQueue != nil
+    }
+
     /// Whether any job is waiting. A thread always sees the jobs it submitted itself: only a
     /// consumer clears this, and a consumer holds the state until it has run what it took.
     var hasPending: Bool { _releaseWork.hasJobs }
@@ -118,8 +126,9 @@ final class _Backlog<Body>: @unchecked Sendable {
         _releaseWork.jobsTaken()
         _lock.unlock()
         for job in _spare { _run(job, &deliveries, apply) }
-        // Kept for the next batch, unless a burst made it large: a quiet instance lets that go.
-        _spare.removeAll(keepingCapacity: _spare.capacity <= Self._keptCapacity)
+        // Kept for the next batch if one is already coming, unless a burst made it large: an
+        // instance that goes quiet lets its room go.
+        _spare.removeAll(keepingCapacity: hasPending && _spare.capacity <= Self._keptCapacity)
     }
 
     /// Runs the waiting jobs up to the first one that needs the state exclusively, oldest first;
@@ -162,7 +171,9 @@ final class _Backlog<Body>: @unchecked Sendable {
         defer { _lock.unlock() }
         guard _jobs.isEmpty else { return false }
         _drainScheduled = false
-        if _jobs.capacity > Self._keptCapacity { _jobs = [] }  // gone quiet: lets a burst's room go
+        // Gone quiet: lets its room and its queue go. The next submission makes them again.
+        _jobs = []
+        _drainQueue = nil
         return true
     }
 }
