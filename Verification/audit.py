@@ -221,6 +221,20 @@ PLANTS = {
         "        backlog = _Backlog(_releaseWork)\n        _ = waitList\n    }\n",
         ["EngineStorageTests"],
     ),
+    "pct-change-points-collide": (
+        "PCT draws its change points with repeats, and two drawn alike count as one",
+        "Sources/ExclusionTesting/ScheduleSearch.swift",
+        "        while changes.count < count {\n            let point = Int.random(in: 0..<max(steps, 1), using: &random)\n            if changes[point] == nil { changes[point] = changes.count + 1 }\n        }\n",
+        "        for level in 0..<count { changes[Int.random(in: 0..<max(steps, 1), using: &random)] = level + 1 }\n",
+        ["PriorityChooserTests"],
+    ),
+    "pct-change-skipped": (
+        "a PCT change point whose switch point finds the last thread unable to go on is skipped",
+        "Sources/ExclusionTesting/ScheduleSearch.swift",
+        "        guard let level = changes[index] else { return first }\n        priorities[first] = level\n",
+        "        guard let level = changes[index], let current, enabled.contains(current) else { return first }\n        priorities[current] = level\n",
+        ["PriorityChooserTests"],
+    ),
     "runtime-measures-global-queue": (
         "the tests' measure of the pool's time beats on dispatch's global queue, which runs while the pool is held",
         "Tests/ExclusionTestSupport/Patience.swift",

@@ -181,21 +181,40 @@ struct SystematicSearch {
 /// PCT, the probabilistic concurrency testing of Burckhardt, Kothari, Musuvathi and Nagarakatte
 /// (ASPLOS 2010), for scenarios too large to explore exhaustively: every thread gets a random
 /// priority, the highest that can go on always runs, and at `depth - 1` random switch points the
-/// running thread drops below all others. A bug that needs `depth` ordering constraints among `n`
-/// threads over `k` steps is found by each schedule with probability at least 1/(n·k^(depth-1)).
+/// thread about to run drops below all others. A bug that needs `depth` ordering constraints among
+/// `n` threads over `k` steps is found by each schedule with probability at least 1/(n·k^(depth-1)).
+///
+/// The guarantee needs each of the `depth - 1` change points to take effect: they are drawn
+/// without repeats (fewer only when there are fewer switch points), and one whose switch point
+/// finds the last thread unable to go on drops the thread that runs instead.
 struct PriorityChooser: ScheduleChooser {
     private var random: SplitMix64
-    private var priorities: [Int: Int] = [:]
-    private let changes: [Int: Int]
+    private var priorities: [Int: Int]
+    /// The change points: switch point → the priority the thread about to run drops to, 1 for the
+    /// first drawn, up to `depth - 1`.
+    let changes: [Int: Int]
     private let depth: Int
 
     /// `seed` chooses the priorities and the change points, among the first `steps` switch points.
     init(seed: UInt64, depth: Int, steps: Int) {
         random = SplitMix64(seed: seed)
         self.depth = max(depth, 1)
+        priorities = [:]
         var changes: [Int: Int] = [:]
-        for level in 1..<self.depth { changes[Int.random(in: 0..<max(steps, 1), using: &random)] = level }
+        let count = min(self.depth - 1, max(steps, 1))
+        while changes.count < count {
+            let point = Int.random(in: 0..<max(steps, 1), using: &random)
+            if changes[point] == nil { changes[point] = changes.count + 1 }
+        }
         self.changes = changes
+    }
+
+    /// A chooser with these priorities and change points, for tests.
+    init(priorities: [Int: Int], changes: [Int: Int], depth: Int) {
+        random = SplitMix64(seed: 0)
+        self.priorities = priorities
+        self.changes = changes
+        self.depth = depth
     }
 
     mutating func choose(at index: Int, enabled: [Int], current: Int?) -> Int? {
@@ -204,7 +223,13 @@ struct PriorityChooser: ScheduleChooser {
         for entity in enabled where priorities[entity] == nil {
             priorities[entity] = depth + Int.random(in: 0..<1 << 30, using: &random)
         }
-        if let level = changes[index], let current, enabled.contains(current) { priorities[current] = level }
-        return enabled.max { priorities[$0]! < priorities[$1]! }
+        guard let first = highest(of: enabled) else { return nil }
+        guard let level = changes[index] else { return first }
+        priorities[first] = level
+        return highest(of: enabled)
+    }
+
+    private func highest(of enabled: [Int]) -> Int? {
+        enabled.max { priorities[$0]! < priorities[$1]! }
     }
 }
