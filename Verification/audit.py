@@ -235,6 +235,13 @@ PLANTS = {
         "        guard let level = changes[index], let current, enabled.contains(current) else { return first }\n        priorities[current] = level\n",
         ["PriorityChooserTests"],
     ),
+    "timed-lock-wait-never-gives-up": (
+        "under exploration a wait for the lock with a time limit always waits, so the code that handles its TimeoutError is never explored",
+        "Sources/ExclusionTesting/ScheduledExecution.swift",
+        "                return mayGiveUpWaitingForTheLock(entity) ? (entity.number, .timeOut) : nil\n",
+        "                return nil\n",
+        ["ClassicBugsTests"],
+    ),
     "runtime-measures-global-queue": (
         "the tests' measure of the pool's time beats on dispatch's global queue, which runs while the pool is held",
         "Tests/ExclusionTestSupport/Patience.swift",

@@ -235,9 +235,9 @@ extension Exclusive {
         _ body: (inout sending State) throws -> sending R, file: StaticString = #fileID, line: UInt = #line
     ) throws -> sending R {
         let thread = _CurrentThread()
-        _engine.checkNesting(thread, attempting: "access(when:)", file: file, line: line)
-        let outbox = try _engine.waitExclusively(
-            thread, until: condition, limit: timeout.map(_TimeLimit.init), file: file, line: line)
+        let limit = timeout.map(_TimeLimit.init)
+        try _engine.checkNesting(thread, attempting: "access(when:)", limit: limit, file: file, line: line)
+        let outbox = try _engine.waitExclusively(thread, until: condition, limit: limit, file: file, line: line)
         defer { _engine.releaseExclusively(thread, outbox, file: file, line: line) }
         return try body(&_engine._state.pointee)
     }

@@ -246,9 +246,9 @@ extension ReadersWriter {
         file: StaticString = #fileID, line: UInt = #line
     ) throws -> R {
         let thread = _CurrentThread()
-        _engine.checkNesting(thread, attempting: "read(when:)", file: file, line: line)
-        return try _engine.shared(
-            thread, when: condition, limit: timeout.map(_TimeLimit.init), file: file, line: line, body)
+        let limit = timeout.map(_TimeLimit.init)
+        try _engine.checkNesting(thread, attempting: "read(when:)", limit: limit, file: file, line: line)
+        return try _engine.shared(thread, when: condition, limit: limit, file: file, line: line, body)
     }
 
     /// Runs `body` with exclusive access to the state once `condition` holds, blocking the calling
@@ -274,9 +274,9 @@ extension ReadersWriter {
         file: StaticString = #fileID, line: UInt = #line
     ) throws -> R {
         let thread = _CurrentThread()
-        _engine.checkNesting(thread, attempting: "write(when:)", file: file, line: line)
-        let outbox = try _engine.waitExclusively(
-            thread, until: condition, limit: timeout.map(_TimeLimit.init), file: file, line: line)
+        let limit = timeout.map(_TimeLimit.init)
+        try _engine.checkNesting(thread, attempting: "write(when:)", limit: limit, file: file, line: line)
+        let outbox = try _engine.waitExclusively(thread, until: condition, limit: limit, file: file, line: line)
         defer { _engine.releaseExclusively(thread, outbox, file: file, line: line) }
         return try body(&_engine._state.pointee)
     }

@@ -32,7 +32,8 @@ final class ScheduledEntity: @unchecked Sendable {
     /// How an entity goes on.
     enum Grant {
         case proceed
-        /// A conditional wait with a time limit gives up.
+        /// A wait with a time limit gives up: for the lock, while another entity holds the
+        /// instance; for a condition, once nothing else can go on.
         case timeOut
         /// The execution is over: a child task's entity, waiting for a job that won't come, ends.
         case end
@@ -113,7 +114,7 @@ final class EntityController: ScheduleController {
         self.entity = entity
     }
 
-    func willAcquire(_ instance: ScheduledInstance, _ access: ScheduledAccess, site: String) {
+    func willAcquire(_ instance: ScheduledInstance, _ access: ScheduledAccess, site: String) -> Bool {
         execution.willAcquire(entity, instance, access, site: site)
     }
 

@@ -17,8 +17,11 @@ extension ScheduledExecution {
 
     /// `entity` is about to begin `access` of `instance`: checks the nesting as Exclusion would,
     /// then stands until its step is granted (for an access that waits, once the lock is free for it).
-    func willAcquire(_ entity: ScheduledEntity, _ instance: ScheduledInstance, _ access: ScheduledAccess, site: String)
-    {
+    /// Returns true if the access, which has a time limit, is to give up instead: another entity
+    /// holds the instance, and the schedule lets the limit pass first.
+    func willAcquire(
+        _ entity: ScheduledEntity, _ instance: ScheduledInstance, _ access: ScheduledAccess, site: String
+    ) -> Bool {
         let held = ScheduleSeam.instancesHeldByCurrentThread()
         let misuse = lock.withLock { () -> ExecutionFailure? in
             noteHeld(entity, held)
@@ -35,7 +38,7 @@ extension ScheduledExecution {
         }
         if let misuse { abandon(entity, misuse) }
         coordinator.signal()
-        _ = awaitGrant(entity)
+        return awaitGrant(entity) == .timeOut
     }
 
     /// `entity`'s condition on `instance` was false and it let go: it stands until another step

@@ -66,11 +66,15 @@ final class ScheduledExecution: @unchecked Sendable {
 // MARK: - The coordinator
 
 extension ScheduledExecution {
-    /// The entities whose next step can go on now, and how: those that may proceed, or if none
-    /// may, those whose conditional waits may give up at their time limits.
+    /// The entities whose next step can go on now, and how: those that may proceed, and those
+    /// whose waits for the lock may give up at their time limits, since another entity holds the
+    /// instance; or if none of these, those whose conditional waits may give up at theirs.
     func choices() -> [(entity: Int, grant: ScheduledEntity.Grant)] {
         lock.withLock {
-            let ready = entities.filter(canGoOn).map { ($0.number, ScheduledEntity.Grant.proceed) }
+            let ready = entities.compactMap { entity -> (Int, ScheduledEntity.Grant)? in
+                if canGoOn(entity) { return (entity.number, .proceed) }
+                return mayGiveUpWaitingForTheLock(entity) ? (entity.number, .timeOut) : nil
+            }
             guard ready.isEmpty else { return ready }
             return entities.compactMap { entity in
                 guard case .recheck(_, _, canTimeOut: true) = entity.pending else { return nil }
@@ -148,6 +152,14 @@ extension ScheduledExecution {
     /// What granting a step does to the model, before the entity runs. Call with `lock` held.
     private func begin(_ entity: ScheduledEntity, _ grant: ScheduledEntity.Grant, preempting: Bool) {
         switch entity.pending {
+        case .begin(let instance, let access, let site) where grant == .timeOut:
+            // Ordered against every access of the instance: one of them holds it now.
+            let number = number(of: instance)
+            steps[steps.count - 1].touch(number, exclusively: true)
+            let at = site.isEmpty ? "" : ", at \(site)"
+            note(
+                entity, "\(access.name) gives up waiting for \"\(labels[number])\": time limit\(at)",
+                preempted: preempting)
         case .begin(let instance, let access, let site):
             let exclusive = !access.shared || instance.hasPendingWork
             let at = site.isEmpty ? "" : ", at \(site)"
@@ -206,6 +218,15 @@ extension ScheduledExecution {
         case .resume: entity.executor?.hasJobs(for: entity.number) ?? false
         case .running, .finished, .abandoned: false
         }
+    }
+
+    /// Whether `entity` waits for the lock with a time limit while another entity holds the
+    /// instance: its limit may pass first. Call with `lock` held.
+    private func mayGiveUpWaitingForTheLock(_ entity: ScheduledEntity) -> Bool {
+        guard case .begin(let instance, let access, _) = entity.pending, access.waits, access.hasTimeLimit else {
+            return false
+        }
+        return !isFree(instance, exclusively: !access.shared || instance.hasPendingWork, for: entity)
     }
 
     /// Whether no other entity holds `instance` in a way that keeps `entity` out.

@@ -18,15 +18,19 @@ struct ClassicBug: Sendable, CustomTestStringConvertible {
     let bound: Int
     /// How a failing schedule fails.
     let kind: ScheduleReport<AnyHistory.Input, AnyHistory.Output>.Failure.Kind
-    /// Whether it has an awaited form (a bug between a parent task and its child has only that).
+    /// Whether it has a synchronous form (a bug between a parent task and its child has only the
+    /// awaited one).
     let hasSynchronousForm: Bool
+    /// Whether it has an awaited form (a wait for the lock that gives up has only the synchronous
+    /// one: an awaited access waits for its turn without a thread, and its timer isn't explored).
+    var hasAwaitedForm = true
     var lockOrder: ScheduleExplorer<AnyHistory>.LockOrderChecking = .asExclusionDoes
     /// The threads and checks: the buggy code, or with `fixed` its fix; awaited, or synchronous.
     let program: @Sendable (_ fixed: Bool, _ awaited: Bool, _ threads: ScheduleThreads) -> Void
 
     var testDescription: String { name }
 
-    var forms: [Bool] { hasSynchronousForm ? [false, true] : [true] }
+    var forms: [Bool] { hasSynchronousForm ? (hasAwaitedForm ? [false, true] : [false]) : [true] }
 }
 
 /// What a check found wrong.
@@ -375,6 +379,36 @@ let classicBugs: [ClassicBug] = [
             } else {
                 sync(door) { _ in _ = try? flag.access(when: { $0 }) { $0 } }
             }
+        }
+    },
+    ClassicBug(
+        name: "a time-out that leaves its charge behind", bound: 1, kind: .threw, hasSynchronousForm: true,
+        hasAwaitedForm: false
+    ) { fixed, _, threads in
+        // A purchase records its charge, then waits a while for the account, and gives up if
+        // another purchase holds it that long: the charge stays, without the money. Found only if
+        // the wait's time limit can pass while the account is held.
+        let account = Exclusive(100, label: "account")
+        let charges = Exclusive([Int](), label: "charges")
+        threads.spawn {
+            sync(account) { balance in
+                sync(charges) { $0.append(30) }
+                balance -= 30
+            }
+        }
+        threads.spawn {
+            if !fixed { sync(charges) { $0.append(30) } }
+            do {
+                try account.access(when: { $0 >= 30 }, timeout: .seconds(60)) { $0 -= 30 }
+                if fixed { sync(charges) { $0.append(30) } }
+            } catch {
+                // Gave up: the purchase didn't happen.
+            }
+        }
+        threads.finally {
+            let balance = sync(account) { $0 }
+            let charged = sync(charges) { $0.reduce(0, +) }
+            if charged != 100 - balance { throw Broken("charged \(charged), but the account paid \(100 - balance)") }
         }
     },
     ClassicBug(name: "a snapshot written back whole", bound: 1, kind: .threw, hasSynchronousForm: true) {

@@ -331,8 +331,39 @@ extension _Engine {
         _ thread: _CurrentThread, attempting attempted: String, shared: Bool, file: StaticString, line: UInt
     ) {
         if thread._isScheduled {  // schedule seam
-            return _scheduledAccess(thread, .waiting, shared: shared, attempted, at: _Site(file, line))
+            _scheduledAccess(thread, .waiting, shared: shared, attempted, at: _Site(file, line))
+            return
         }
+        _checkNestedUnscheduled(thread, attempting: attempted, file: file, line: line)
+    }
+
+    /// `checkNesting` before a wait for the lock that gives up at `limit`, if there is one: a schedule
+    /// explorer may have it give up while another access holds the state, as it would if the limit
+    /// passed first, and then it throws `TimeoutError` here.
+    @inlinable @inline(__always)
+    func checkNesting(
+        _ thread: _CurrentThread, attempting attempted: String, limit: _TimeLimit?, file: StaticString, line: UInt
+    ) throws(TimeoutError) {
+        if thread.isInsideAny { try _checkNested(thread, attempting: attempted, limit: limit, file: file, line: line) }
+    }
+
+    /// Out of line, as the other `_checkNested`.
+    @usableFromInline
+    func _checkNested(
+        _ thread: _CurrentThread, attempting attempted: String, limit: _TimeLimit?, file: StaticString, line: UInt
+    ) throws(TimeoutError) {
+        if thread._isScheduled {  // schedule seam
+            let givesUp = _scheduledAccess(
+                thread, .waiting, shared: false, timed: limit != nil, attempted, at: _Site(file, line))
+            if givesUp, let limit { throw limit.error(on: label, waitingFor: .stateHeld) }
+            return
+        }
+        _checkNestedUnscheduled(thread, attempting: attempted, file: file, line: line)
+    }
+
+    /// The checks of a nested access that no explorer runs: re-entrancy, then the lock order.
+    func _checkNestedUnscheduled(_ thread: _CurrentThread, attempting attempted: String, file: StaticString, line: UInt)
+    {
         checkNotInside(thread, attempting: attempted)
         _LockOrder.willAcquire(_identity, named: { _lockOrderName }, holding: thread, file: file, line: line)
     }
@@ -353,7 +384,10 @@ extension _Engine {
     func _checkNestedNotWaiting(
         _ thread: _CurrentThread, _ way: _AccessWay, shared: Bool, attempting attempted: String, at site: _Site
     ) {
-        if thread._isScheduled { return _scheduledAccess(thread, way, shared: shared, attempted, at: site) }  // seam
+        if thread._isScheduled {  // schedule seam
+            _scheduledAccess(thread, way, shared: shared, attempted, at: site)
+            return
+        }
         // Submitting to the instance it is inside waits for nothing: the work runs after.
         if way != .submitting { checkNotInside(thread, attempting: attempted) }
     }

@@ -4,8 +4,9 @@ import ExclusionShims
 // the threads it runs: everything the engine knows of it is in this file, and the engine calls it
 // from four places, each marked `// schedule seam`:
 //
-// 1. `_checkNested` (Engine.swift): every synchronous access begins there, before it takes the
-//    lock: `access`, `read`, `write`, their timed and conditional forms.
+// 1. `_checkNested` (Engine.swift, in two forms): every synchronous access begins there, before it
+//    takes the lock: `access`, `read`, `write`, their timed and conditional forms. The form for an
+//    access with a time limit throws its `TimeoutError` if the explorer has it give up.
 // 2. `_checkNestedNotWaiting` (Engine.swift): every access that never waits for the lock begins
 //    there: awaited accesses (plain, timed, conditional, a `values` iterator's), `...IfAvailable`
 //    accesses, and work submitted (`accessAsync`, `readAsync`, `writeAsync`, their conditional forms).
@@ -54,6 +55,9 @@ public struct ScheduledAccess: Sendable, Equatable {
     public let shared: Bool
     /// The accessor as its caller named it: `"access"`, `"await read"`, `"writeIfAvailable"`...
     public let name: String
+    /// Whether it waits for the lock at most until a time limit (`access(when:timeout:)` with a
+    /// timeout): then it may give up while another access holds the instance.
+    public let hasTimeLimit: Bool
 
     /// Whether it can wait for the lock: only then must the explorer hold it back until the lock is
     /// free for it.
@@ -66,8 +70,10 @@ public struct ScheduledAccess: Sendable, Equatable {
 public protocol ScheduleController: AnyObject, Sendable {
     /// The thread is about to take `instance` in `access`, called at `site` (`File.swift:12`, or
     /// empty where the accessor takes no call site). Return once it may go on: for an access that
-    /// waits, once the lock is free for it.
-    func willAcquire(_ instance: ScheduledInstance, _ access: ScheduledAccess, site: String)
+    /// waits, once the lock is free for it; or, for one with a time limit (`access.hasTimeLimit`),
+    /// return true while another access holds the instance for it to give up, as it would if the
+    /// limit passed first, with a `TimeoutError`.
+    func willAcquire(_ instance: ScheduledInstance, _ access: ScheduledAccess, site: String) -> Bool
 
     /// A conditional access found its condition false and let go of `instance`. Return once
     /// another access may have changed the state and the thread may take it again, or return true
@@ -192,9 +198,12 @@ extension _Engine {
     /// Exclusion's place (re-entrancy, and the lock order as Exclusion would), to report misuse as a
     /// failed schedule instead of stopping the process. `shared` only for an instance whose lock
     /// shares: a conditional read may end up taking the state exclusively (after its condition was
-    /// false), so only a plain read asks to share it.
-    @usableFromInline
-    func _scheduledAccess(_ thread: _CurrentThread, _ way: _AccessWay, shared: Bool, _ name: String, at site: _Site) {
+    /// false), so only a plain read asks to share it. Returns true if an access with a time limit
+    /// (`timed`) is to give up: another access holds the instance.
+    @usableFromInline @discardableResult
+    func _scheduledAccess(
+        _ thread: _CurrentThread, _ way: _AccessWay, shared: Bool, timed: Bool = false, _ name: String, at site: _Site
+    ) -> Bool {
         let kind: ScheduledAccess.Kind =
             switch way {
             case .waiting: .waiting
@@ -202,10 +211,10 @@ extension _Engine {
             case .trying: .trying
             case .submitting: .submitting
             }
-        let access = ScheduledAccess(kind: kind, shared: Lock.sharesAccess && shared, name: name)
+        let access = ScheduledAccess(kind: kind, shared: Lock.sharesAccess && shared, name: name, hasTimeLimit: timed)
         // The call site without its module: `Transfers.swift:12`.
         let file = site.file?.split(separator: "/").last.map(String.init)
-        thread._scheduleController!.willAcquire(
+        return thread._scheduleController!.willAcquire(
             _scheduledInstance, access, site: file.map { "\($0):\(site.line)" } ?? "")
     }
 
