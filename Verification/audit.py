@@ -242,6 +242,13 @@ PLANTS = {
         "                return nil\n",
         ["ClassicBugsTests"],
     ),
+    "schedule-parse-lenient": (
+        "a pasted schedule with more text after it is read as if the text weren't there",
+        "Sources/ExclusionTesting/Schedule.swift",
+        " reader.isAtEnd,",
+        " true,",
+        ["ScheduleTests"],
+    ),
     "runtime-measures-global-queue": (
         "the tests' measure of the pool's time beats on dispatch's global queue, which runs while the pool is held",
         "Tests/ExclusionTestSupport/Patience.swift",

@@ -24,6 +24,47 @@ struct ScheduleTests {
                 == "scenario 3 of seed 7: [0 1 1], 1 preemption")
     }
 
+    @Test func aPrintedScheduleReadsBackAsTheSameSchedule() async throws {
+        let found = try #require(try await brokenTransfers().failure)
+        // As the report prints it, pasted back: the line after "schedule: ".
+        let line = try #require(
+            "\(found)".split(separator: "\n").first { $0.hasPrefix("schedule: ") }?.dropFirst("schedule: ".count))
+        let pasted = try #require(Schedule(String(line)), "\(line)")
+        #expect(pasted == found.schedule)
+        let report = try await replay(
+            pasted, with: explorer, setUp: { Ledger(checksInItsOwnAccess: true) }, inputs: TransferModel.generate,
+            perform: { $0.apply($1) })
+        #expect(report.failure?.table == found.table, "\(report)")
+        for schedule in [
+            Schedule(seed: 0, scenario: 0, choices: [], preemptions: 0),
+            Schedule(seed: .max, scenario: 12, choices: [3, 0, 10, 2], preemptions: 1),
+            Schedule(seed: 7, scenario: 1, choices: [1, 0], preemptions: 2),
+        ] {
+            #expect(Schedule(schedule.description) == schedule, "\(schedule)")
+            #expect(Schedule("  \(schedule)\n") == schedule, "surrounding whitespace: \(schedule)")
+        }
+    }
+
+    @Test(arguments: [
+        "",
+        "scenario 0 of seed 7: [0 1], 1 preemption and more",
+        "schedule: scenario 0 of seed 7: [0 1], 1 preemption",
+        "scenario -1 of seed 7: [0], 0 preemptions",
+        "scenario 0 of seed 7: [0  1], 0 preemptions",
+        "scenario 0 of seed 7: [0,1], 0 preemptions",
+        "scenario 0 of seed 7: [ 0 1], 0 preemptions",
+        "scenario 0 of seed 7: [0 1 ], 0 preemptions",
+        "scenario 0 of seed 7: [0 1, 0 preemptions",
+        "scenario 0 of seed 18446744073709551616: [0], 0 preemptions",
+        "scenario 0 of seed 7: [0], 2 preemptions",
+        "scenario 0 of seed 7: [0 1], 1 preemptions",
+        "scenario 0 of seed 7: [0 1], 2 preemption",
+        "scenario 0 of seed 7: [0 x], 0 preemptions",
+    ])
+    func whatIsNotAPrintedScheduleIsRefused(text: String) {
+        #expect(Schedule(text) == nil)
+    }
+
     @Test func aSavedScheduleReplaysTheFailureExactly() async throws {
         let found = try #require(try await brokenTransfers().failure)
         let saved = try JSONEncoder().encode(found.schedule)

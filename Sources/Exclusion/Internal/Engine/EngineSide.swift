@@ -68,6 +68,8 @@ final class _EngineSide<State>: @unchecked Sendable {
         return Unmanaged<_WaitList<State>>.fromOpaque(list)._withUnsafeGuaranteedRef(body)
     }
 
+    /// Out of line: made once, it keeps the steps of every wait that reaches the list short.
+    @inline(never)
     private func _makeWaitList() -> _WaitList<State> {
         let made = _WaitList<State>(_releaseWork)
         let retained = Unmanaged.passRetained(made)
