@@ -238,7 +238,7 @@ PLANTS = {
     "timed-lock-wait-never-gives-up": (
         "under exploration a wait for the lock with a time limit always waits, so the code that handles its TimeoutError is never explored",
         "Sources/ExclusionTesting/ScheduledExecution.swift",
-        "                return mayGiveUpWaitingForTheLock(entity) ? (entity.number, .timeOut) : nil\n",
+        "                return waitsForTheLockWithATimeLimit(entity) ? (entity.number, .timeOut) : nil\n",
         "                return nil\n",
         ["ClassicBugsTests"],
     ),

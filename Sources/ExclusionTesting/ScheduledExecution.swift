@@ -73,7 +73,7 @@ extension ScheduledExecution {
         lock.withLock {
             let ready = entities.compactMap { entity -> (Int, ScheduledEntity.Grant)? in
                 if canGoOn(entity) { return (entity.number, .proceed) }
-                return mayGiveUpWaitingForTheLock(entity) ? (entity.number, .timeOut) : nil
+                return waitsForTheLockWithATimeLimit(entity) ? (entity.number, .timeOut) : nil
             }
             guard ready.isEmpty else { return ready }
             return entities.compactMap { entity in
@@ -220,13 +220,11 @@ extension ScheduledExecution {
         }
     }
 
-    /// Whether `entity` waits for the lock with a time limit while another entity holds the
-    /// instance: its limit may pass first. Call with `lock` held.
-    private func mayGiveUpWaitingForTheLock(_ entity: ScheduledEntity) -> Bool {
-        guard case .begin(let instance, let access, _) = entity.pending, access.waits, access.hasTimeLimit else {
-            return false
-        }
-        return !isFree(instance, exclusively: !access.shared || instance.hasPendingWork, for: entity)
+    /// Whether `entity` stands before a wait for the lock with a time limit: if it can't go on,
+    /// another entity holds the instance, and its limit may pass first. Call with `lock` held.
+    private func waitsForTheLockWithATimeLimit(_ entity: ScheduledEntity) -> Bool {
+        guard case .begin(_, let access, _) = entity.pending else { return false }
+        return access.waits && access.hasTimeLimit
     }
 
     /// Whether no other entity holds `instance` in a way that keeps `entity` out.
