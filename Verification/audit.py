@@ -165,6 +165,13 @@ PLANTS = {
         "if let theirs = other.touched[instance], exclusively && theirs { return true }",
         ["ScheduleReductionTests"],
     ),
+    "explorer-reduction-awaited-write-shared": (
+        "the explorer's reduction takes an awaited write that finds the instance free as a read: it skips executions of tasks",
+        "Sources/ExclusionTesting/ScheduledExecution.swift",
+        "            let exclusive = !access.shared || instance.hasPendingWork\n",
+        "            let exclusive = access.kind != .awaited && (!access.shared || instance.hasPendingWork)\n",
+        ["ScheduleReductionTests"],
+    ),
     "explorer-replay-seed": (
         "a replay rebuilds the scenario from the explorer's seed instead of the schedule's",
         "Sources/ExclusionTesting/ScheduleExploration.swift",
@@ -234,6 +241,34 @@ PLANTS = {
         "        guard let level = changes[index] else { return first }\n        priorities[first] = level\n",
         "        guard let level = changes[index], let current, enabled.contains(current) else { return first }\n        priorities[current] = level\n",
         ["PriorityChooserTests"],
+    ),
+    "outside-deadlock-at-once": (
+        "a task that waits for a sleep or a callback is taken for deadlocked as soon as no explored thread can go on",
+        "Sources/ExclusionTesting/ScheduleExploration+Execution.swift",
+        "                if execution.awaitArrival() { continue }\n",
+        "",
+        ["OutsideTheExplorerTests"],
+    ),
+    "outside-job-runs-at-once": (
+        "a job from outside the explorer is queued when it comes, at a moment that differs from run to run",
+        "Sources/ExclusionTesting/ScheduledEntity.swift",
+        "let fromInside = (ScheduleSeam.currentController as? EntityController)?.execution === execution",
+        "let fromInside = true",
+        ["OutsideTheExplorerTests"],
+    ),
+    "deadlock-leaves-child-tasks-out": (
+        "a deadlock's or a lost task's report leaves child tasks out",
+        "Sources/ExclusionTesting/ScheduledExecution.swift",
+        "let waiting = entities.filter { !$0.isDone }",
+        "let waiting = entities.filter { !$0.isDone && !$0.isChildTask }",
+        ["OutsideTheExplorerTests"],
+    ),
+    "task-wait-unseen": (
+        "the explorer isn't told that a task waits in an instance's line: a deadlock of tasks waits for something outside",
+        "Sources/Exclusion/Internal/Exploration/ScheduleSeam.swift",
+        "_CurrentThread()._scheduleController?.taskWillWait(in: _scheduledInstance, canTimeOut: canTimeOut)",
+        "_ = canTimeOut",
+        ["OutsideTheExplorerTests"],
     ),
     "timed-lock-wait-never-gives-up": (
         "under exploration a wait for the lock with a time limit always waits, so the code that handles its TimeoutError is never explored",

@@ -21,6 +21,8 @@ struct ExecutionOutcome<Input: Sendable, Output: Sendable> {
     var undecided = false
     /// An instance was taken with no switch point before it.
     var usedUnseen = false
+    /// A task was resumed from outside the explorer.
+    var resumedFromOutside = false
 
     var choices: [Int] { decisions.map(\.chosen) }
     var preemptions: Int { decisions.filter { $0.preempts(for: $0.chosen) }.count }
@@ -32,7 +34,7 @@ extension ScheduleExploration {
     func execute(_ programs: [[Model.Input]], _ chooser: inout some ScheduleChooser) -> Outcome {
         let lockOrder = explorer.lockOrder
         let execution = ScheduledExecution(
-            stepLimit: explorer.stepTimeLimit,
+            stepLimit: explorer.stepTimeLimit, outsideWaitLimit: explorer.outsideWaitLimit,
             checksLockOrder: lockOrder == .always || (lockOrder == .asExclusionDoes && ScheduleSeam.checksLockOrder))
         let object = setUp()
         let history = Mutex<[HistoryOperation<Model.Input, Model.Output>]>([])
@@ -81,7 +83,9 @@ extension ScheduleExploration {
         execution.noteTrap()
         outcome.steps = execution.lock.withLock { execution.steps }
         outcome.history = history.withLock { $0 }.sorted { $0.call < $1.call }
-        outcome.usedUnseen = execution.lock.withLock { execution.usedUnseen }
+        (outcome.usedUnseen, outcome.resumedFromOutside) = execution.lock.withLock {
+            (execution.usedUnseen, execution.resumedFromOutside)
+        }
         judge(execution, &outcome)
         if outcome.failure != nil {  // only a failure's table is shown
             outcome.table = execution.lock.withLock {
@@ -107,6 +111,7 @@ extension ScheduleExploration {
             }
             let choices = execution.choices()
             guard !choices.isEmpty else {
+                if execution.awaitArrival() { continue }
                 execution.deadlock()
                 break
             }

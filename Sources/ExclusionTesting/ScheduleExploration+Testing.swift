@@ -2,14 +2,18 @@
 // with or without the partial-order reduction, to check that the reduction loses none.
 
 extension ScheduleExploration {
-    /// Every execution the systematic search runs for `programs` within `bound` preemptions.
-    func executions(_ programs: [[Model.Input]], bound: Int, reducing: Bool) -> [Outcome] {
+    /// Every execution the systematic search runs for `programs` within `bound` preemptions;
+    /// `after` sees each as it ends.
+    func executions(
+        _ programs: [[Model.Input]], bound: Int, reducing: Bool, after: (Outcome) -> Void = { _ in }
+    ) -> [Outcome] {
         var search = SystematicSearch(bound: bound)
         search.reducing = reducing
         var outcomes: [Outcome] = []
         while let prefix = search.next() {
             var chooser = PrefixChooser(prefix: prefix)
             let outcome = execute(programs, &chooser)
+            after(outcome)
             outcomes.append(outcome)
             search.explored(prefix, outcome.decisions, outcome.steps)
         }
@@ -24,6 +28,14 @@ extension ScheduleExplorer {
         perform: @escaping @Sendable (Object, Model.Input) throws -> Model.Output
     ) -> ScheduleExploration<Model, Object> {
         ScheduleExploration(self, setUp, { _ in fatalError("the tests give the programs") }, .synchronous(perform))
+    }
+
+    /// An exploration of asynchronous operations, for `ScheduleExploration.executions`.
+    func exploration<Object: Sendable>(
+        setUp: @escaping @Sendable () -> Object,
+        performAsync perform: @escaping @Sendable (Object, Model.Input) async throws -> Model.Output
+    ) -> ScheduleExploration<Model, Object> {
+        ScheduleExploration(self, setUp, { _ in fatalError("the tests give the programs") }, .asynchronous(perform))
     }
 }
 

@@ -41,6 +41,14 @@ final class ScheduleExploration<Model: SequentialModel, Object: Sendable>: Senda
         var isExhaustive = true
         var skipped = 0
         var usedUnseen = false
+        var resumedFromOutside = false
+
+        mutating func add(_ outcome: Outcome) {
+            schedules += 1
+            usedUnseen = usedUnseen || outcome.usedUnseen
+            resumedFromOutside = resumedFromOutside || outcome.resumedFromOutside
+            if outcome.undecided { undecided += 1 }
+        }
     }
 
     /// Explores every scenario in turn, until one fails.
@@ -69,12 +77,10 @@ final class ScheduleExploration<Model: SequentialModel, Object: Sendable>: Senda
     func replay(_ schedule: Schedule) -> Report {
         var tally = Tally()
         tally.scenarios = 1
-        tally.schedules = 1
         tally.isExhaustive = false
         var chooser = PrefixChooser(prefix: schedule.choices)
         let outcome = execute(programs(schedule.seed, schedule.scenario), &chooser)
-        tally.usedUnseen = outcome.usedUnseen
-        if outcome.undecided { tally.undecided += 1 }
+        tally.add(outcome)
         guard outcome.failure != nil else { return report(tally, nil, nil) }
         let replayed = Schedule(seed: schedule.seed, scenario: schedule.scenario, outcome)
         return report(tally, explained(outcome, programs(schedule.seed, schedule.scenario), replayed), replayed)
@@ -118,9 +124,7 @@ final class ScheduleExploration<Model: SequentialModel, Object: Sendable>: Senda
             var chooser = PrefixChooser(prefix: prefix)
             let outcome = execute(programs, &chooser)
             runs += 1
-            tally.schedules += 1
-            tally.usedUnseen = tally.usedUnseen || outcome.usedUnseen
-            if outcome.undecided { tally.undecided += 1 }
+            tally.add(outcome)
             if outcome.failure != nil {
                 tally.skipped += search.skipped
                 return outcome
@@ -140,9 +144,7 @@ final class ScheduleExploration<Model: SequentialModel, Object: Sendable>: Senda
         for _ in 0..<schedules {
             var chooser = PriorityChooser(seed: random.next(), depth: depth, steps: steps)
             let outcome = execute(programs, &chooser)
-            tally.schedules += 1
-            tally.usedUnseen = tally.usedUnseen || outcome.usedUnseen
-            if outcome.undecided { tally.undecided += 1 }
+            tally.add(outcome)
             steps = max(steps, outcome.decisions.count)
             if outcome.failure != nil { return minimized(outcome, programs) }
         }
@@ -163,6 +165,11 @@ final class ScheduleExploration<Model: SequentialModel, Object: Sendable>: Senda
             notes.append(
                 "an instance was taken with no switch point before it (by a thread the explorer doesn't run, or "
                     + "a task it doesn't see): no schedule preempted a thread just before one")
+        }
+        if tally.resumedFromOutside {
+            notes.append(
+                "a task was resumed from outside the explorer (a sleep, a callback on a queue, another executor): "
+                    + "it was resumed once no thread could go on, so no schedule resumed it earlier")
         }
         let failure = failing.flatMap { failing in
             schedule.map { schedule in

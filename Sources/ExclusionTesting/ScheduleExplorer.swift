@@ -66,10 +66,12 @@ import Foundation
 ///
 /// - Warning: Only instances of `Exclusive` and `ReadersWriter` made afresh for each schedule, used
 ///   only by the scenario's threads, are explored. The explorer sees nothing else that threads
-///   share (make everything shared such an instance), and a thread that waits for anything else (a
-///   semaphore, an actor that holds no Exclusion instance, a completion on a queue, a timer)
-///   stalls its schedule, which is reported as stuck after ``stepTimeLimit``. Operations must be
-///   deterministic: the explorer replays each schedule from the start.
+///   share (make everything shared such an instance). A thread that blocks on anything else (a
+///   semaphore, another library's lock) stalls its schedule, which is reported as stuck after
+///   ``stepTimeLimit``; a task that awaits something the explorer doesn't run (a sleep, a callback
+///   on a queue) is resumed once no thread can go on, or reported stuck after
+///   ``outsideWaitLimit``. Operations must be deterministic: the explorer replays each schedule
+///   from the start.
 public struct ScheduleExplorer<Model: SequentialModel>: Sendable {
     /// How schedules are chosen.
     public enum Search: Sendable, Equatable {
@@ -114,6 +116,15 @@ public struct ScheduleExplorer<Model: SequentialModel>: Sendable {
     /// How long a thread may run from one switch point to the next before its schedule is
     /// reported as stuck.
     public var stepTimeLimit: Duration = .seconds(10)
+    /// How long, once no thread can go on, the explorer waits for something it doesn't run (a
+    /// sleep that ends, a callback on a dispatch queue, another executor) to resume a suspended
+    /// task, before it reports the schedule stuck. A task that nothing will ever resume (a
+    /// continuation lost, or resumed by nobody) fails its schedule after this long. So does a
+    /// deadlock in a schedule where a child task has ended: Swift tells an executor nothing when
+    /// a task ends, so a child task with no job may be waiting. A task waiting in an instance's
+    /// line, for its turn or a condition, is known to wait for the explored threads: a deadlock
+    /// of such tasks is reported at once.
+    public var outsideWaitLimit: Duration = .seconds(10)
     /// Whether a lock-order inversion counts as a failure.
     public var lockOrder = LockOrderChecking.asExclusionDoes
 

@@ -15,8 +15,9 @@ public struct ScheduleReport<Input: Sendable, Output: Sendable>: Sendable, Custo
             /// Two instances were nested in both orders (Exclusion stops the process where it
             /// checks the lock order).
             case lockOrderInversion
-            /// A thread didn't reach its next switch point in time: it waits for something the
-            /// explorer doesn't see.
+            /// A thread didn't reach its next switch point in time, or no thread could go on and a
+            /// task waited in vain for something the explorer doesn't run (a continuation that
+            /// nothing resumes): it waits for something the explorer doesn't see.
             case stuck
             /// A replayed schedule asked for a thread that couldn't go on.
             case scheduleMismatch

@@ -130,13 +130,17 @@ extension ScheduleExplorer where Model == AnyHistory {
 
     /// ``explore(preemptionBound:seed:search:_:)``, with lock-order inversions counted as `lockOrder` says:
     /// `.never` to see the deadlocks that nesting in both orders leads to, `.always` to report the
-    /// inversion in a build that doesn't check the lock order.
+    /// inversion in a build that doesn't check the lock order; and with `outsideWaitLimit` as
+    /// ``outsideWaitLimit``: how long a task may wait, once no thread can go on, for something
+    /// the explorer doesn't run to resume it.
     public static func explore(
         preemptionBound: Int = 2, seed: UInt64 = .random(in: .min ... .max), search: Search = .systematic,
-        lockOrder: LockOrderChecking, _ body: @escaping @Sendable (ScheduleThreads) -> Void
+        lockOrder: LockOrderChecking = .asExclusionDoes, outsideWaitLimit: Duration = .seconds(10),
+        _ body: @escaping @Sendable (ScheduleThreads) -> Void
     ) async -> ScheduleReport<AnyHistory.Input, AnyHistory.Output> {
         var explorer = threadsExplorer(body, preemptionBound: preemptionBound, seed: seed, search: search)
         explorer.lockOrder = lockOrder
+        explorer.outsideWaitLimit = outsideWaitLimit
         return await explorer.explore(explorer.threadsExploration(body)) { $0.run() }
     }
 

@@ -65,6 +65,9 @@ final class ScheduledEntity: @unchecked Sendable {
     var pending = Pending.start
     var held: [Held] = []
     var grant = Grant.proceed
+    /// The instance in whose line its task waits, since it last suspended there: a step of
+    /// another entity resumes it, unless the wait can time out (a timer outside resumes it then).
+    var taskWaitsIn: (instance: ScheduledInstance, canTimeOut: Bool)?
 
     init(
         number: Int, name: String, executor: ScenarioTaskExecutor? = nil, drainOf instance: ScheduledInstance? = nil,
@@ -126,6 +129,10 @@ final class EntityController: ScheduleController {
         execution.drainScheduled(by: entity, instance, drain)
     }
 
+    func taskWillWait(in instance: ScheduledInstance, canTimeOut: Bool) {
+        execution.taskWillWait(entity, in: instance, canTimeOut: canTimeOut)
+    }
+
     func trapped(signal: Int32) {
         execution.trapped(entity, signal: signal)
     }
@@ -145,22 +152,34 @@ final class ScenarioTaskExecutor: TaskExecutor {
         var owners: [UInt64: Int] = [:]
         /// The entity the next new task belongs to: a scenario thread starting an operation's task.
         var adopting: Int?
+        /// Jobs that came from outside the explorer (a timer, a dispatch queue, another executor),
+        /// in the order they came, not yet handed to their entities.
+        var arrivals: [(owner: Int, job: UnownedJob)] = []
     }
 
     private let queues = Mutex(Queues())
+    /// Signalled once for every arrival.
+    private let arrived = DispatchSemaphore(value: 0)
     /// The execution whose entities run the tasks: it makes a child task's entity, and says who
-    /// runs (a job of no task this executor knows belongs to the entity running).
-    private unowned let execution: ScheduledExecution
+    /// runs (a job of no task this executor knows belongs to the entity running). Weak: a job
+    /// can come from outside after the execution is over.
+    private weak let execution: ScheduledExecution?
 
     init(_ execution: ScheduledExecution) {
         self.execution = execution
     }
 
+    /// Queues a job: at once if one of the execution's threads enqueues it in its step (a release
+    /// that resumes a waiting task, a child task that starts or ends); from outside, it waits
+    /// until the coordinator hands it over (`awaitArrival`), at a point of the schedule that is
+    /// the same every time it runs.
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
+        guard let execution else { return }  // Over: nothing will run it.
         let task = Self.taskID(of: job)
+        let fromInside = (ScheduleSeam.currentController as? EntityController)?.execution === execution
         let isNew = queues.withLock { queues in
-            guard let task, queues.owners[task] == nil else { return false }
+            guard fromInside, let task, queues.owners[task] == nil else { return false }
             if let entity = queues.adopting {
                 queues.owners[task] = entity
                 queues.adopting = nil
@@ -170,13 +189,37 @@ final class ScenarioTaskExecutor: TaskExecutor {
         }
         // A new child task's entity, made outside the lock: the execution takes its own.
         let newOwner = isNew ? execution.childTaskStarted() : nil
-        let running = task == nil ? execution.runningEntity : nil
-        queues.withLock { queues in
+        let running = execution.runningEntity
+        let owner = queues.withLock { queues in
             if let task, let newOwner { queues.owners[task] = newOwner }
-            let owner = task.flatMap { queues.owners[$0] } ?? queues.adopting ?? running ?? 0
-            queues.jobs[owner, default: []].append(job)
+            let owner = task.flatMap { queues.owners[$0] } ?? queues.adopting ?? running
+            if fromInside {
+                queues.jobs[owner, default: []].append(job)
+            } else {
+                queues.arrivals.append((owner, job))
+            }
+            return owner
+        }
+        if fromInside {
+            execution.noteEnabled(owner)
+        } else {
+            arrived.signal()
         }
     }
+
+    /// Waits up to `limit` for a job from outside, and hands the first that came to its entity;
+    /// returns the entity, or nil if none came.
+    func awaitArrival(within limit: Duration) -> Int? {
+        guard arrived.wait(timeout: .now() + .nanoseconds(nanoseconds(limit))) == .success else { return nil }
+        return queues.withLock { queues in
+            let (owner, job) = queues.arrivals.removeFirst()
+            queues.jobs[owner, default: []].append(job)
+            return owner
+        }
+    }
+
+    /// Whether a job came from outside and waits to be handed over.
+    var hasArrivals: Bool { queues.withLock { !$0.arrivals.isEmpty } }
 
     /// The next task started (on this executor, from `entity`'s thread) belongs to `entity`.
     func adoptNextTask(for entity: Int) {

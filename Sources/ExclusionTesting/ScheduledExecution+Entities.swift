@@ -99,6 +99,16 @@ extension ScheduledExecution {
     /// The entity running now.
     var runningEntity: Int { lock.withLock { running } }
 
+    /// The running step gave `owner`'s task a job: the step that runs it comes after this one.
+    func noteEnabled(_ owner: Int) {
+        lock.withLock { steps[steps.count - 1].touch(Self.task(of: owner), exclusively: true) }
+    }
+
+    /// `entity`'s task is about to suspend in `instance`'s line.
+    func taskWillWait(_ entity: ScheduledEntity, in instance: ScheduledInstance, canTimeOut: Bool) {
+        lock.withLock { entity.taskWaitsIn = (instance, canTimeOut) }
+    }
+
     /// Work submitted by `entity` to `instance` needs a drain: a new entity, which runs it when
     /// granted a step, as a drain would on a queue.
     func drainScheduled(

@@ -18,6 +18,8 @@ final class ScheduledExecution: @unchecked Sendable {
     /// Signalled by the running entity when it stops: at a switch point, finished, or abandoned.
     let coordinator = DispatchSemaphore(value: 0)
     let stepLimit: Duration
+    /// How long to wait, once nothing can go on, for a job from outside.
+    let outsideWaitLimit: Duration
     let checksLockOrder: Bool
 
     var entities: [ScheduledEntity] = []
@@ -40,11 +42,14 @@ final class ScheduledExecution: @unchecked Sendable {
     var thrown: String?
     /// Whether a step used what the explorer can't see; the report says so.
     var usedUnseen = false
+    /// Whether a task was resumed from outside the explorer; the report says so.
+    var resumedFromOutside = false
     /// The entity running now, or that ran last.
     var running = 0
 
-    init(stepLimit: Duration, checksLockOrder: Bool) {
+    init(stepLimit: Duration, outsideWaitLimit: Duration, checksLockOrder: Bool) {
         self.stepLimit = stepLimit
+        self.outsideWaitLimit = outsideWaitLimit
         self.checksLockOrder = checksLockOrder
     }
 
@@ -104,6 +109,10 @@ extension ScheduledExecution {
             failure = .stuck("the execution didn't end within \(steps) switch points: its threads take turns for ever")
         }
     }
+
+    /// The number a task's entity has among the things steps touch: the instances count from 0,
+    /// the tasks from -1 down. The step that gives a task its job and the step that runs it touch it.
+    static func task(of entity: Int) -> Int { -1 - entity }
 
     /// Whether everything has finished: the scenario's threads and the drains. A child task's
     /// entity has finished too if it has no job left: its task ended, or waits on a task that did.
@@ -188,6 +197,9 @@ extension ScheduledExecution {
             take(instance, by: entity, exclusively: true)
             note(entity, "runs the work submitted to \"\(instance.label)\"", preempted: preempting)
         case .resume:
+            // Ordered after the step that gave the task its job (`noteEnabled`).
+            steps[steps.count - 1].touch(Self.task(of: entity.number), exclusively: true)
+            entity.taskWaitsIn = nil
             note(entity, "resumes its task", preempted: preempting)
         case .start, .running, .finished, .abandoned:
             break
@@ -234,13 +246,48 @@ extension ScheduledExecution {
         }
     }
 
-    /// Ends an execution in which no entity can go on: every one left waits for another.
+    /// No entity can go on: if a task may wait for something from outside the explorer, waits up
+    /// to `outsideWaitLimit` for a job from outside and hands it over; returns whether one came. The
+    /// schedule takes it here, where nothing else can run, the same way every time it runs.
+    func awaitArrival() -> Bool {
+        let (executor, mayWaitOutside) = lock.withLock {
+            (entities.lazy.compactMap(\.executor).first, entities.contains { self.mayWaitOutside($0) })
+        }
+        guard let executor, mayWaitOutside || executor.hasArrivals,
+            let owner = executor.awaitArrival(within: mayWaitOutside ? outsideWaitLimit : .zero)
+        else { return false }
+        lock.withLock {
+            resumedFromOutside = true
+            note(entities[owner], "its task is resumed from outside the explorer")
+        }
+        return true
+    }
+
+    /// Whether `entity`'s task is suspended with no job and may wait for something outside the
+    /// explorer: no turn or condition of an instance (a step resumes those), or one whose time
+    /// limit a timer ends. A child task with no job may also have ended. Call with `lock` held.
+    private func mayWaitOutside(_ entity: ScheduledEntity) -> Bool {
+        guard case .resume = entity.pending, !canGoOn(entity) else { return false }
+        return entity.taskWaitsIn?.canTimeOut ?? true
+    }
+
+    /// Ends an execution in which no entity can go on, nor came anything from outside: every one
+    /// left waits for another, or for what never came.
     func deadlock() {
         lock.withLock {
-            let waiting = entities.filter { !$0.isDone && !$0.isChildTask }
+            let waiting = entities.filter { !$0.isDone }
             for entity in waiting { note(entity, "deadlocked: \(waitsFor(entity))") }
-            let lines = waiting.map { "\($0.name) \(waitsFor($0))" }
-            failure = .deadlock("every thread left waits for another: " + lines.joined(separator: "; "))
+            let lines = waiting.map { "\($0.name) \(waitsFor($0))" }.joined(separator: "; ")
+            let outside = waiting.filter { !$0.isChildTask && mayWaitOutside($0) }
+            guard outside.isEmpty else {
+                let names = outside.map(\.name).joined(separator: " and ")
+                failure = .stuck(
+                    "no thread can go on, and nothing came within \(outsideWaitLimit) to resume the task of \(names), "
+                        + "which waits for something the explorer doesn't run (a continuation never resumed, a "
+                        + "sleep, another executor): " + lines)
+                return
+            }
+            failure = .deadlock("every thread left waits for another: " + lines)
         }
     }
 
@@ -251,7 +298,13 @@ extension ScheduledExecution {
             let holders = entities.filter { $0.held.contains { $0.instance.id == instance.id } }.map(\.name)
             return "waits to \(access.name) \"\(instance.label)\", held by \(holders.joined(separator: " and "))"
         case .recheck(let instance, _, _): return "waits for its condition on \"\(instance.label)\" to hold"
-        case .resume: return "waits for its task to be resumed"
+        case .resume:
+            if let (instance, _) = entity.taskWaitsIn {
+                return "waits, suspended, for its turn or its condition on \"\(instance.label)\""
+            }
+            return entity.isChildTask
+                ? "has no job: its task ended, or waits for what nothing will do"
+                : "waits for its task to be resumed"
         case .drain(let instance): return "waits to run the work submitted to \"\(instance.label)\""
         case .start, .running, .finished, .abandoned: return "waits"
         }

@@ -25,6 +25,10 @@ struct ClassicBug: Sendable, CustomTestStringConvertible {
     /// one: an awaited access waits for its turn without a thread, and its timer isn't explored).
     var hasAwaitedForm = true
     var lockOrder: ScheduleExplorer<AnyHistory>.LockOrderChecking = .asExclusionDoes
+    /// How long a failing schedule waits for a lost task to be resumed from outside: nothing
+    /// outside the explorer resumes a task in these programs, so this only bounds a wait for what
+    /// never comes.
+    var outsideWaitLimit: Duration = .seconds(1)
     /// The threads and checks: the buggy code, or with `fixed` its fix; awaited, or synchronous.
     let program: @Sendable (_ fixed: Bool, _ awaited: Bool, _ threads: ScheduleThreads) -> Void
 
@@ -448,7 +452,78 @@ let classicBugs: [ClassicBug] = [
             if saved.paragraphs != ["intro"] { throw Broken("the paragraph was lost: \(saved)") }
         }
     },
+    ClassicBug(name: "a continuation never resumed", bound: 1, kind: .stuck, hasSynchronousForm: false) {
+        fixed, _, threads in
+        // A one-time event that tasks wait for with a continuation, which the event's firing
+        // resumes. A waiter checks that it hasn't fired in one access, and parks its continuation
+        // in another: a firing between them resumes nobody, and the waiter waits for ever.
+        let event = Exclusive(Event(), label: "event")
+        threads.spawn {
+            if fixed {
+                await withCheckedContinuation { continuation in
+                    let fired = sync(event) { event in
+                        if !event.fired { event.waiters.append(continuation) }
+                        return event.fired
+                    }
+                    if fired { continuation.resume() }
+                }
+            } else if await !event.access({ $0.fired }) {
+                await withCheckedContinuation { continuation in sync(event) { $0.waiters.append(continuation) } }
+            }
+        }
+        threads.spawn {
+            let waiters = await event.access { event in
+                event.fired = true
+                defer { event.waiters = [] }
+                return event.waiters
+            }
+            for waiter in waiters { waiter.resume() }
+        }
+    },
+    ClassicBug(name: "a continuation resumed twice", bound: 1, kind: .crashed, hasSynchronousForm: false) {
+        fixed, _, threads in
+        // A request that either its reply or its time-out completes, whichever comes first. Once
+        // the request waits, each reads its continuation in one access, resumes it, and marks the
+        // request done in another: both can read it before either marks it, and the second
+        // resume traps.
+        let request = Exclusive(Request.empty, label: "request")
+        threads.spawn {
+            await withCheckedContinuation { continuation in sync(request) { $0 = .waiting(continuation) } }
+        }
+        for _ in 0..<2 {  // the reply, and the time-out
+            threads.spawn {
+                try await request.access(when: { $0 != .empty }) { _ in }
+                let waiting = await request.access { request -> CheckedContinuation<Void, Never>? in
+                    guard case .waiting(let continuation) = request else { return nil }
+                    if fixed { request = .done }
+                    return continuation
+                }
+                waiting?.resume()
+                if !fixed { await request.access { $0 = .done } }
+            }
+        }
+    },
 ]
+
+/// A one-time event, and the continuations of the tasks that wait for it.
+private struct Event: Sendable {
+    var fired = false
+    var waiters: [CheckedContinuation<Void, Never>] = []
+}
+
+/// A request's continuation, waiting to be completed once.
+private enum Request: Sendable, Equatable {
+    case empty
+    case waiting(CheckedContinuation<Void, Never>)
+    case done
+
+    static func == (left: Self, right: Self) -> Bool {
+        switch (left, right) {
+        case (.empty, .empty), (.waiting, .waiting), (.done, .done): true
+        default: false
+        }
+    }
+}
 
 /// Two threads, each nesting two instances, in opposite orders; fixed, in the same order.
 private func opposite(fixed: Bool, awaited: Bool, _ threads: ScheduleThreads) {
@@ -478,7 +553,9 @@ func explore(
     -> ScheduleReport<AnyHistory.Input, AnyHistory.Output>
 {
     try await within(workloadPatience, "the exploration to end") {
-        await ScheduleExplorer.explore(preemptionBound: bound, seed: 7, lockOrder: bug.lockOrder) { threads in
+        await ScheduleExplorer.explore(
+            preemptionBound: bound, seed: 7, lockOrder: bug.lockOrder, outsideWaitLimit: bug.outsideWaitLimit
+        ) { threads in
             bug.program(fixed, awaited, threads)
         }
     }

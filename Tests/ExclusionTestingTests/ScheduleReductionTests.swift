@@ -1,6 +1,7 @@
 import Exclusion
 import ExclusionTestSupport
 import SplitMix
+import Synchronization
 import Testing
 
 @testable import ExclusionTesting
@@ -78,5 +79,146 @@ struct ScheduleReductionTests {
         }
         // Or the check would hold of no reduction at all.
         #expect(results.contains { $0.skipped }, "the reduction skipped nothing in any scenario")
+    }
+
+    /// The scenarios with what tasks do: awaited reads and writes, a write that waits for a
+    /// condition, work submitted to a drain, a child task's write beside its parent's.
+    private static func awaitedScenarios() -> [[[Work]]] {
+        var random = SplitMix64(seed: 5)
+        return (0..<16).map { _ in
+            (0..<2).map { _ in
+                (0..<2).map { _ in
+                    let instance = Int.random(in: 0..<2, using: &random)
+                    return switch Int.random(in: 0..<7, using: &random) {
+                    case 0: .read(instance)
+                    case 1: .write(instance)
+                    case 2: .awaitedRead(instance)
+                    case 3: .awaitedWrite(instance)
+                    case 4: .writeOnceWritten(instance)
+                    case 5: .submit(instance)
+                    default: .writeBesideAChild(instance)
+                    }
+                }
+            }
+        }
+    }
+
+    /// What every execution of `programs` within `bound` did, told apart by values alone: the
+    /// order in which each instance's writes ran and what every read saw, as the operations
+    /// logged them (not as the explorer's steps say), and how the execution ended.
+    private static func awaitedExecutions(_ programs: [[Work]], bound: Int, reducing: Bool) -> [String] {
+        var explorer = ScheduleExplorer(model: AnyHistory(), threads: programs.count, preemptionBound: bound, seed: 1)
+        // Nothing outside the explorer resumes these tasks: a deadlock needn't wait for it.
+        explorer.outsideWaitLimit = .zero
+        let latest = Mutex<World?>(nil)
+        let exploration = explorer.exploration(
+            setUp: {
+                let world = World()
+                latest.withLock { $0 = world }
+                return world
+            },
+            performAsync: { (world: World, input: AnyHistory.Input) in
+                for (index, work) in programs[input.thread].enumerated() {
+                    await world.run(work, named: "\(input.thread).\(index)")
+                }
+                return AnyHistory.Output()
+            })
+        let inputs = programs.indices.map { [AnyHistory.Input(thread: $0)] }
+        var signatures: [String] = []
+        _ = exploration.executions(inputs, bound: bound, reducing: reducing) { outcome in
+            let log = latest.withLock { $0!.log.withLock { $0 } }
+            signatures.append("\(log.sorted()) \(outcome.failure.map { "\($0.kind)" } ?? "passed")")
+        }
+        return signatures
+    }
+
+    @Test(arguments: [1, 2])
+    func skipsNoExecutionOfTasks(bound: Int) async throws {
+        let scenarios = Self.awaitedScenarios()
+        let results = try await onItsOwnThread(limit: workloadPatience) {
+            scenarios.map { programs in
+                let reduced = Self.awaitedExecutions(programs, bound: bound, reducing: true)
+                let full = Self.awaitedExecutions(programs, bound: bound, reducing: false)
+                let missing = Set(full).subtracting(reduced)
+                return (programs: "\(programs)", missing: missing.sorted(), skipped: reduced.count < full.count)
+            }
+        }
+        for result in results {
+            #expect(result.missing.isEmpty, "\(result.programs): these executions never ran: \(result.missing)")
+        }
+        #expect(results.contains { $0.skipped }, "the reduction skipped nothing in any scenario")
+    }
+}
+
+/// An operation of the scenarios with tasks, on one of two instances.
+private enum Work: Sendable, CustomStringConvertible {
+    case read(Int)
+    case write(Int)
+    case awaitedRead(Int)
+    case awaitedWrite(Int)
+    /// An awaited write once the instance has been written.
+    case writeOnceWritten(Int)
+    /// A write submitted to the instance's drain, not awaited.
+    case submit(Int)
+    /// A write in a child task (`async let`), beside an awaited write of its parent's.
+    case writeBesideAChild(Int)
+
+    var description: String {
+        switch self {
+        case .read(let instance): "read \(instance)"
+        case .write(let instance): "write \(instance)"
+        case .awaitedRead(let instance): "await read \(instance)"
+        case .awaitedWrite(let instance): "await write \(instance)"
+        case .writeOnceWritten(let instance): "await write \(instance) once written"
+        case .submit(let instance): "submit to \(instance)"
+        case .writeBesideAChild(let instance): "write \(instance) beside a child"
+        }
+    }
+}
+
+/// Two instances whose states are the names of the writes that ran on them, and a log of what
+/// every operation did, kept outside the explorer's sight: each line is written while the
+/// instance is held, so each instance's lines come in the order its writes ran.
+private final class World: Sendable {
+    let instances = [ReadersWriter([String](), label: "0"), ReadersWriter([String](), label: "1")]
+    let log = Mutex<[String]>([])
+
+    func run(_ work: Work, named name: String) async {
+        switch work {
+        case .read(let index):
+            readBlocking(index, name)
+        case .write(let index):
+            writeBlocking(index, name)
+        case .awaitedRead(let index):
+            await instances[index].read { self.saw($0, index, name) }
+        case .awaitedWrite(let index):
+            await instances[index].write { self.wrote(&$0, index, name) }
+        case .writeOnceWritten(let index):
+            _ = try? await instances[index].write(when: { !$0.isEmpty }) { self.wrote(&$0, index, name) }
+        case .submit(let index):
+            instances[index].writeAsync { self.wrote(&$0, index, name) }
+        case .writeBesideAChild(let index):
+            async let child: Void = instances[index].write { self.wrote(&$0, index, name + "c") }
+            await instances[index].write { self.wrote(&$0, index, name + "p") }
+            await child
+        }
+    }
+
+    // Synchronous: in an `async` function, `read` and `write` resolve to the awaited forms.
+    private func readBlocking(_ index: Int, _ name: String) {
+        instances[index].read { saw($0, index, name) }
+    }
+
+    private func writeBlocking(_ index: Int, _ name: String) {
+        instances[index].write { wrote(&$0, index, name) }
+    }
+
+    private func saw(_ writes: [String], _ index: Int, _ name: String) {
+        log.withLock { $0.append("\(name) read \(index), saw \(writes.last ?? "none")") }
+    }
+
+    private func wrote(_ writes: inout [String], _ index: Int, _ name: String) {
+        log.withLock { $0.append("\(index): \(name) after \(writes.last ?? "none")") }
+        writes.append(name)
     }
 }

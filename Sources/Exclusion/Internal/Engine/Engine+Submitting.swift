@@ -60,6 +60,7 @@ extension _Engine {
     ) async throws(E) -> R {
         let result: Result<R, E> = await withoutActuallyEscaping(body) { body in
             await withUnsafeContinuation { continuation in
+                _scheduledTaskWait()  // schedule seam
                 let turn = _Turn(body: body, continuation: continuation)
                 guard _observeWait(.suspendedTask, at: site, .profile).isProfiled else {
                     return _enqueue(

@@ -55,6 +55,7 @@ extension _Engine {
             fail: { _ in seen.continuation?.resume(returning: nil) }, timer: nil)
         return await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Value?, Never>) in
+                engine._scheduledTaskWait()  // schedule seam
                 seen.continuation = continuation
                 if engine._withWaitList({ $0.arrive(waiter, job) }) { engine._enqueueTurn(of: waiter) }
                 held.release()

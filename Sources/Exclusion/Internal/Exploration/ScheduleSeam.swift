@@ -2,7 +2,7 @@ import ExclusionShims
 
 // The seam through which a schedule explorer (`ScheduleExplorer`, in ExclusionTesting) takes over
 // the threads it runs: everything the engine knows of it is in this file, and the engine calls it
-// from four places, each marked `// schedule seam`:
+// from five places, each marked `// schedule seam`:
 //
 // 1. `_checkNested` (Engine.swift, in two forms): every synchronous access begins there, before it
 //    takes the lock: `access`, `read`, `write`, their timed and conditional forms. The form for an
@@ -13,6 +13,9 @@ import ExclusionShims
 // 3. `_waitForCondition` (Engine+Conditions.swift): a conditional access found its condition
 //    false.
 // 4. `_enqueue` (Engine+Submitting.swift): submitted work needs a drain.
+// 5. `_scheduledTaskWait` (here), called where an awaited access, an awaited condition or a
+//    `values` iterator suspends its task in the instance's line: so the explorer knows that the
+//    task waits for one of its own threads, not for something outside it (a sleep, a callback).
 //
 // Why it costs nothing when no explorer runs: an explored thread is marked in Exclusion's own
 // thread record, which every access reads anyway. The explorer enters two entries there before
@@ -83,6 +86,11 @@ public protocol ScheduleController: AnyObject, Sendable {
     /// Work submitted to `instance` needs a drain, which the explorer runs as a thread of its
     /// own: `drain` runs everything submitted and returns.
     func drainScheduled(for instance: ScheduledInstance, _ drain: @escaping @Sendable () -> Void)
+
+    /// The thread's task is about to suspend in `instance`'s line: for its turn, for a condition,
+    /// or for a `values` iterator's next change. A step of another thread will resume it, unless
+    /// (`canTimeOut`) its time limit passes first, which a timer outside the explorer tells it.
+    func taskWillWait(in instance: ScheduledInstance, canTimeOut: Bool)
 
     /// The thread trapped (a failed precondition, a force unwrap of nil, an index out of range):
     /// called from the signal handler, on that thread, which never goes on. It must not allocate,
@@ -218,7 +226,13 @@ extension _Engine {
             _scheduledInstance, access, site: file.map { "\($0):\(site.line)" } ?? "")
     }
 
-    /// Seam 2: an explored thread's condition was false, with the state held. Instead of the wait
+    /// Seam 5: the calling task is about to suspend in this instance's line. Costs one load and
+    /// one comparison on a thread no explorer runs, on a path that suspends a task anyway.
+    func _scheduledTaskWait(canTimeOut: Bool = false) {
+        _CurrentThread()._scheduleController?.taskWillWait(in: _scheduledInstance, canTimeOut: canTimeOut)
+    }
+
+    /// Seam 3: an explored thread's condition was false, with the state held. Instead of the wait
     /// list and its semaphores, it lets go and takes the state again each time the explorer says
     /// another access may have changed it, until the condition holds: the same promise (the
     /// condition is checked after every access that could have changed it), in steps the explorer

@@ -60,6 +60,7 @@ extension _Engine {
                 let waiter = _withWaitList { $0.expect(observer: observer, looked: looked) }
                 return await withTaskCancellationHandler {
                     await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<R, any Error>, Never>) in
+                        _scheduledTaskWait(canTimeOut: limit != nil)  // schedule seam
                         let observed = observer ? nil : _observeWait(.suspendedTask, at: .none, .profile)
                         let profile = observed?.isProfiled == true ? _ConditionWaitStart() : nil
                         let job = _WaitingJob(
