@@ -305,14 +305,18 @@ extension Exclusive {
     /// if let depth = queue.accessIfAvailable({ $0.count }) { report(depth) }
     /// ```
     ///
-    /// - Parameter body: Reads or changes the state.
+    /// - Parameters:
+    ///   - body: Reads or changes the state.
+    ///   - file: Where the call is, for a schedule explorer's reports; leave the default.
+    ///   - line: The line of the call, likewise.
     /// - Returns: What `body` returns, or `nil` if it didn't run.
     /// - Throws: What `body` throws.
     public func accessIfAvailable<R, E: Error>(
-        _ body: (inout sending State) throws(E) -> sending R
+        _ body: (inout sending State) throws(E) -> sending R, file: StaticString = #fileID, line: UInt = #line
     ) throws(E) -> sending R? {
         let thread = _CurrentThread()
-        _engine.checkBeforeNotWaiting(thread, .trying, shared: false, attempting: "accessIfAvailable")
+        _engine.checkBeforeNotWaiting(
+            thread, .trying, shared: false, attempting: "accessIfAvailable", at: _Site(file, line))
         guard let outbox = _engine.tryTakeExclusively(thread) else { return nil }
         defer { _engine.releaseExclusively(thread, outbox) }
         return try body(&_engine._state.pointee)

@@ -288,12 +288,18 @@ extension ReadersWriter {
     /// holding; so does asynchronous work submitted earlier, which may write. Other reads never
     /// make this fail, and it never fails spuriously.
     ///
-    /// - Parameter body: Reads the state, which it receives as a value.
+    /// - Parameters:
+    ///   - body: Reads the state, which it receives as a value.
+    ///   - file: Where the call is, for a schedule explorer's reports; leave the default.
+    ///   - line: The line of the call, likewise.
     /// - Returns: What `body` returns, or `nil` if it didn't run.
     /// - Throws: What `body` throws.
-    public func readIfAvailable<R, E: Error>(_ body: (State) throws(E) -> R) throws(E) -> R? {
+    public func readIfAvailable<R, E: Error>(
+        _ body: (State) throws(E) -> R, file: StaticString = #fileID, line: UInt = #line
+    ) throws(E) -> R? {
         let thread = _CurrentThread()
-        _engine.checkBeforeNotWaiting(thread, .trying, shared: true, attempting: "readIfAvailable")
+        _engine.checkBeforeNotWaiting(
+            thread, .trying, shared: true, attempting: "readIfAvailable", at: _Site(file, line))
         return try _engine.sharedIfAvailable(thread, body)
     }
 
@@ -303,12 +309,18 @@ extension ReadersWriter {
     /// It never fails spuriously: `nil` means a read or a write held the state (or it was
     /// promised to a waiting access) at the moment of asking.
     ///
-    /// - Parameter body: Reads or changes the state.
+    /// - Parameters:
+    ///   - body: Reads or changes the state.
+    ///   - file: Where the call is, for a schedule explorer's reports; leave the default.
+    ///   - line: The line of the call, likewise.
     /// - Returns: What `body` returns, or `nil` if it didn't run.
     /// - Throws: What `body` throws.
-    public func writeIfAvailable<R, E: Error>(_ body: (inout State) throws(E) -> R) throws(E) -> R? {
+    public func writeIfAvailable<R, E: Error>(
+        _ body: (inout State) throws(E) -> R, file: StaticString = #fileID, line: UInt = #line
+    ) throws(E) -> R? {
         let thread = _CurrentThread()
-        _engine.checkBeforeNotWaiting(thread, .trying, shared: false, attempting: "writeIfAvailable")
+        _engine.checkBeforeNotWaiting(
+            thread, .trying, shared: false, attempting: "writeIfAvailable", at: _Site(file, line))
         guard let outbox = _engine.tryTakeExclusively(thread) else { return nil }
         defer { _engine.releaseExclusively(thread, outbox) }
         return try body(&_engine._state.pointee)

@@ -23,6 +23,15 @@ struct ExecutionOutcome<Input: Sendable, Output: Sendable> {
     var usedUnseen = false
     /// A task was resumed from outside the explorer.
     var resumedFromOutside = false
+    /// For a trap, what the runtime said before it, as the trapping thread found it in the
+    /// runtime's record of fatal errors; nil where the runtime keeps no such record.
+    var trapMessage: TrapMessage?
+
+    enum TrapMessage {
+        case said(String)
+        /// The runtime reported nothing (a release build's `precondition` traps without a word).
+        case nothing
+    }
 
     var choices: [Int] { decisions.map(\.chosen) }
     var preemptions: Int { decisions.filter { $0.preempts(for: $0.chosen) }.count }
@@ -95,8 +104,9 @@ extension ScheduleExploration {
         return outcome
     }
 
-    /// The most switch points an execution may reach: threads that take turns for ever (a loop
-    /// of `...IfAvailable` accesses waiting for each other) would otherwise never end one.
+    /// The most switch points an execution may reach: threads that take turns for ever would
+    /// otherwise never end one. (Threads that only spin on tries are caught much sooner, as a
+    /// livelock: `ScheduledExecution.livelockTries`.)
     static var longestExecution: Int { 10_000 }
 
     /// Grants steps until every entity finished or the execution stopped; returns its switch points.
@@ -116,12 +126,14 @@ extension ScheduleExploration {
                 break
             }
             let enabled = choices.map(\.entity)
-            guard let chosen = chooser.choose(at: decisions.count, enabled: enabled, current: current) else {
+            let yielded = current.map(execution.hasYielded) ?? false
+            guard let chosen = chooser.choose(at: decisions.count, enabled: enabled, current: current, yielded: yielded)
+            else {
                 execution.mismatch(at: decisions.count, enabled: enabled)
                 break
             }
             let decision = Decision(
-                enabled: enabled, current: current, chosen: chosen, preemptionsBefore: preemptions,
+                enabled: enabled, current: current, yielded: yielded, chosen: chosen, preemptionsBefore: preemptions,
                 key: execution.key(current: current), stepsBefore: execution.stepCount)
             let preempting = decision.preempts(for: chosen)
             decisions.append(decision)
@@ -129,6 +141,7 @@ extension ScheduleExploration {
             let grant = choices.first { $0.entity == chosen }!.grant
             guard execution.grant(chosen, grant, preempting: preempting) else { break }
             current = chosen
+            if execution.isLivelocked { break }
         }
         return decisions
     }
@@ -137,9 +150,12 @@ extension ScheduleExploration {
     private func judge(_ execution: ScheduledExecution, _ outcome: inout Outcome) {
         let (stopped, thrown) = execution.lock.withLock { (execution.failure, execution.thrown) }
         switch stopped {
-        case .crashed(let entity, let signal):
+        case .crashed(let entity, let signal, let said):
             let name = execution.lock.withLock { execution.entities[entity].name }
             outcome.failure = (.crashed, "\(name) trapped (\(TrapContainment.name(of: signal)))")
+            outcome.trapMessage =
+                said.map { .said($0.trimmingCharacters(in: .whitespaces)) }
+                ?? (TrapContainment.fatalErrorMessages == nil ? nil : .nothing)
         case .reentrant(let message): outcome.failure = (.reentrantAccess, message)
         case .lockOrderInversion(let message): outcome.failure = (.lockOrderInversion, message)
         case .deadlock(let message): outcome.failure = (.deadlock, message)

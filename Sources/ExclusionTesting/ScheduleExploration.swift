@@ -87,22 +87,40 @@ final class ScheduleExploration<Model: SequentialModel, Object: Sendable>: Senda
     }
 
     /// A failure, with what a trap's report lacks: the schedule and its table go to standard error
-    /// at once (if the process ends after all, they are there), and the runtime's message, which
-    /// only standard error has, is taken from a run of the same schedule under a capture.
+    /// at once (if the process ends after all, they are there). The runtime's message is what the
+    /// trapping thread found in the runtime's record of fatal errors; where the runtime keeps no
+    /// such record (Apple's platforms, where it goes to the crash reporter), only standard error
+    /// has it, and it is taken from a run of the same schedule under a capture of standard error,
+    /// as the last line that reads like a trap's (another thread's writes may come last).
     private func explained(_ failing: Outcome, _ programs: [[Model.Input]], _ schedule: Schedule) -> Outcome {
         guard let failure = failing.failure, failure.kind == .crashed else { return failing }
         let notice = "ScheduleExplorer: \(failure.message); replay this schedule: \(schedule)\n\(failing.table)\n"
         notice.withCString { _ = write(2, $0, strlen($0)) }
+        var explained = failing
+        switch failing.trapMessage {
+        case .said(let said):
+            explained.failure!.message = "\(said) (\(failure.message))"
+            return explained
+        case .nothing:
+            explained.failure!.message = Self.noMessage(failure.message)
+            return explained
+        case nil:
+            break
+        }
         var chooser = PrefixChooser(prefix: schedule.choices)
         let (_, written) = capturingStandardError { execute(programs, &chooser) }
         let said = written.split(separator: "\n").last { line in
             ["Fatal error", "Precondition failed", "Assertion failed"].contains { line.contains($0) }
         }
-        var explained = failing
         explained.failure!.message =
             said.map { "\($0.trimmingCharacters(in: .whitespaces)) (\(failure.message))" }
-            ?? "\(failure.message): the runtime wrote no message (a release build's precondition traps without one)"
+            ?? Self.noMessage(failure.message)
         return explained
+    }
+
+    /// A trap's message, `trapped`, where the runtime reported none.
+    private static func noMessage(_ trapped: String) -> String {
+        "\(trapped): the runtime wrote no message (a release build's precondition traps without one)"
     }
 
     /// The scenario's operations.

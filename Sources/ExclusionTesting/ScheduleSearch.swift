@@ -3,19 +3,33 @@ import SplitMix
 /// Picks who runs at each switch point of one execution.
 protocol ScheduleChooser {
     /// The entity to run at the `index`th switch point, out of `enabled` (in increasing order),
-    /// `current` having run last; nil if the schedule can't go on (a replayed choice that can't).
-    mutating func choose(at index: Int, enabled: [Int], current: Int?) -> Int?
+    /// `current` having run last, and having `yielded` (its last step gave up a try: the others
+    /// should go first); nil if the schedule can't go on (a replayed choice that can't).
+    mutating func choose(at index: Int, enabled: [Int], current: Int?, yielded: Bool) -> Int?
 }
 
-/// Follows `prefix`, then never preempts: the entity that ran last while it can go on, otherwise
-/// the lowest-numbered one that can.
+extension ScheduleChooser {
+    /// `choose(at:enabled:current:yielded:)` after a step that didn't yield.
+    mutating func choose(at index: Int, enabled: [Int], current: Int?) -> Int? {
+        choose(at: index, enabled: enabled, current: current, yielded: false)
+    }
+}
+
+/// Who goes first once `current` has yielded: the others, if any can go on.
+func othersFirst(_ enabled: [Int], after current: Int?, yielded: Bool) -> [Int] {
+    guard yielded, let current, enabled.contains(where: { $0 != current }) else { return enabled }
+    return enabled.filter { $0 != current }
+}
+
+/// Follows `prefix`, then never preempts: the entity that ran last while it can go on and hasn't
+/// yielded, otherwise the lowest-numbered one that can (another than one that yielded, if any).
 struct PrefixChooser: ScheduleChooser {
     let prefix: [Int]
 
-    mutating func choose(at index: Int, enabled: [Int], current: Int?) -> Int? {
+    mutating func choose(at index: Int, enabled: [Int], current: Int?, yielded: Bool) -> Int? {
         if index < prefix.count { return enabled.contains(prefix[index]) ? prefix[index] : nil }
-        if let current, enabled.contains(current) { return current }
-        return enabled.first
+        if let current, enabled.contains(current), !yielded { return current }
+        return othersFirst(enabled, after: current, yielded: yielded).first
     }
 }
 
@@ -23,6 +37,8 @@ struct PrefixChooser: ScheduleChooser {
 struct Decision: Sendable {
     let enabled: [Int]
     let current: Int?
+    /// Whether `current`'s last step gave up a try: then switching away from it is free.
+    var yielded = false
     let chosen: Int
     /// Preemptions before this switch point.
     let preemptionsBefore: Int
@@ -31,10 +47,18 @@ struct Decision: Sendable {
     /// How many steps the execution had taken: the state's trace is its first `stepsBefore` steps.
     let stepsBefore: Int
 
-    /// Whether choosing `entity` here stops one that could have gone on.
+    /// Whether choosing `entity` here departs from the schedule without preemptions: stops the
+    /// thread that ran last while it could go on, or runs it again after it yielded.
+    ///
+    /// A thread that gave up a try (`...IfAvailable` finding the instance held), or polled again
+    /// what it polled last, yields, as a thread that spins would to the others on a real machine:
+    /// the others go first, for free, and running it again instead is what costs a preemption.
+    /// Without this, a thread that spins until another gets on would spin for ever once the bound
+    /// is spent (CHESS's fair scheduling, Musuvathi and Qadeer, PLDI 2008, treats yields so).
     func preempts(for entity: Int) -> Bool {
         guard let current, enabled.contains(current) else { return false }
-        return entity != current
+        guard yielded else { return entity != current }
+        return entity == current && enabled.contains { $0 != current }
     }
 }
 
@@ -119,7 +143,7 @@ struct SystematicSearch {
                 let preemptions = decision.preemptionsBefore + (preempting ? 1 : 0)
                 guard preemptions <= bound else { continue }
                 if reducing, let step = step(of: entity, at: index, decisions, steps) {
-                    let next = TraceKey(Array(steps[..<decision.stepsBefore]) + [step], current: entity)
+                    let next = decision.key.appending(step, to: steps[..<decision.stepsBefore], current: entity)
                     if isExplored(next, with: preemptions) {
                         skipped += 1
                         continue
@@ -217,16 +241,18 @@ struct PriorityChooser: ScheduleChooser {
         self.depth = depth
     }
 
-    mutating func choose(at index: Int, enabled: [Int], current: Int?) -> Int? {
+    mutating func choose(at index: Int, enabled: [Int], current: Int?, yielded: Bool) -> Int? {
         // Entities appear as they start (drains, when work is submitted): each gets a random
         // priority above every change point's.
         for entity in enabled where priorities[entity] == nil {
             priorities[entity] = depth + Int.random(in: 0..<1 << 30, using: &random)
         }
-        guard let first = highest(of: enabled) else { return nil }
+        // A thread that yielded lets the others go first, whatever its priority.
+        let candidates = othersFirst(enabled, after: current, yielded: yielded)
+        guard let first = highest(of: candidates) else { return nil }
         guard let level = changes[index] else { return first }
         priorities[first] = level
-        return highest(of: enabled)
+        return highest(of: candidates)
     }
 
     private func highest(of enabled: [Int]) -> Int? {

@@ -72,4 +72,38 @@ struct TraceKey: Hashable, Sendable {
         self.order = order
         self.current = current
     }
+
+    private init(order: [Int], current: Int?) {
+        self.order = order
+        self.current = current
+    }
+
+    /// The same trace, `current` having run last.
+    func with(current: Int?) -> TraceKey { TraceKey(order: order, current: current) }
+
+    /// The key of the empty trace.
+    static let empty = TraceKey(order: [], current: nil)
+
+    /// The key of `steps` followed by `step`, from this one, the key of `steps`, in time linear in
+    /// their number (`init` takes quadratic): the same order, with `step` where the greedy order
+    /// puts it. As `step` has no successor, taking it changes nothing the order takes after it:
+    /// it goes at the first place after everything it depends on where the step the order takes
+    /// has a higher-numbered thread (steps of one thread always depend on each other, so there is
+    /// no tie), or last.
+    func appending(_ step: ScheduleStep, to steps: ArraySlice<ScheduleStep>, current: Int?) -> TraceKey {
+        // The order names threads: the k-th time it names one is that thread's k-th step.
+        var stepsOf: [Int: [Int]] = [:]
+        for index in steps.indices { stepsOf[steps[index].entity, default: []].append(index) }
+        var taken: [Int: Int] = [:]
+        var afterLastPredecessor = 0
+        for (place, entity) in order.enumerated() {
+            let index = stepsOf[entity]![taken[entity, default: 0]]
+            taken[entity, default: 0] += 1
+            if steps[index].depends(on: step) { afterLastPredecessor = place + 1 }
+        }
+        let place = order[afterLastPredecessor...].firstIndex { $0 > step.entity } ?? order.endIndex
+        var order = order
+        order.insert(step.entity, at: place)
+        return TraceKey(order: order, current: current)
+    }
 }

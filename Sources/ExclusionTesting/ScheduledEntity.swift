@@ -65,6 +65,11 @@ final class ScheduledEntity: @unchecked Sendable {
     var pending = Pending.start
     var held: [Held] = []
     var grant = Grant.proceed
+    /// Whether its last step gave up a try (an `...IfAvailable` access found the instance held),
+    /// or tried again what its last step tried: it yields to the others.
+    var yielded = false
+    /// What its last step tried, if it began an `...IfAvailable` access.
+    var lastTry: String?
     /// The instance in whose line its task waits, since it last suspended there: a step of
     /// another entity resumes it, unless the wait can time out (a timer outside resumes it then).
     var taskWaitsIn: (instance: ScheduledInstance, canTimeOut: Bool)?

@@ -172,19 +172,42 @@ extension ScheduledExecution {
     }
 
     /// `entity`'s thread trapped: called from the signal handler, on that thread, which stands in
-    /// it for good. Records the failure and lets the coordinator go on; nothing here allocates.
+    /// it for good. Keeps the message the runtime reported in the step, if it reported one, and
+    /// tells the coordinator, which takes the trap in (`takeTrapIn`). Async-signal-safe: it takes
+    /// no lock (the thread may have trapped holding one) and allocates nothing; it copies bytes,
+    /// stores atomics and signals a semaphore, whose signal takes no lock either.
     func trapped(_ entity: ScheduledEntity, signal: Int32) {
-        lock.lock()
-        if failure == nil { failure = .crashed(entity: entity.number, signal: signal) }
-        entity.pending = .abandoned
-        lock.unlock()
+        let messages = TrapContainment.currentFatalErrorMessages
+        if let messages, messages != messagesBeforeStep.load(ordering: .relaxed) {
+            // Its own message is the last line: the text grows by one message per fatal error.
+            let length = strlen(messages)
+            let kept = min(length, Self.trapMessageCapacity - 1)
+            memcpy(trapMessage, messages + (length - kept), kept)
+            trapMessage[kept] = 0
+        }
+        let record = (entity.number + 1) << 8 | Int(signal & 0xFF)
+        _ = trap.compareExchange(expected: 0, desired: record, ordering: .releasing)
         coordinator.signal()
+    }
+
+    /// Takes in a trap that a thread reported, if one did: the execution ends with it. On the
+    /// coordinator, once the running entity has stopped.
+    func takeTrapIn() {
+        let record = trap.load(ordering: .acquiring)
+        guard record != 0 else { return }
+        let number = (record >> 8) - 1
+        let signal = Int32(record & 0xFF)
+        let said = String(cString: trapMessage).split(separator: "\n").last.map(String.init)
+        lock.withLock {
+            if failure == nil { failure = .crashed(entity: number, signal: signal, message: said) }
+            entities[number].pending = .abandoned
+        }
     }
 
     /// Adds the trap to the table, once the trapping thread stands still; on the coordinator.
     func noteTrap() {
         lock.withLock {
-            guard case .crashed(let number, let signal) = failure else { return }
+            guard case .crashed(let number, let signal, _) = failure else { return }
             note(entities[number], "traps (\(TrapContainment.name(of: signal)))")
         }
     }

@@ -1,6 +1,7 @@
 import Dispatch
 @_spi(ScheduleExploration) import Exclusion
 import Foundation
+import Synchronization
 
 /// One run of a scenario under one schedule: its entities (the scenario's threads, and drains of
 /// submitted work), what each waits to do, and the handshake that lets exactly one of them run at
@@ -46,11 +47,35 @@ final class ScheduledExecution: @unchecked Sendable {
     var resumedFromOutside = false
     /// The entity running now, or that ran last.
     var running = 0
+    /// The tries that yielded in a row (gave up, or polled again), with no step of any other kind
+    /// between them, and where each entity's last one was made: threads that only ever try, and
+    /// never get what they wait for, are in a livelock.
+    var failedTriesInARow = 0
+    var retrySites: [Int: String] = [:]
+    /// The key of the first `keyedSteps` steps.
+    var lastKey = TraceKey.empty
+    var keyedSteps = 0
+
+    // What a thread that traps leaves, without a lock (see `trapped`).
+    /// The trap: `(entity + 1) << 8 | signal`, or 0.
+    let trap = Atomic<Int>(0)
+    /// The runtime's fatal-error messages as they stood when the running step was granted: a
+    /// trap whose thread reported no message since finds them unchanged.
+    let messagesBeforeStep = Atomic<UnsafePointer<CChar>?>(nil)
+    /// The message of the trap, as the runtime reported it, if it did: C text, filled in by the
+    /// trapping thread before it stores `trap`.
+    let trapMessage = UnsafeMutablePointer<CChar>.allocate(capacity: trapMessageCapacity)
+    static let trapMessageCapacity = 1_024
 
     init(stepLimit: Duration, outsideWaitLimit: Duration, checksLockOrder: Bool) {
         self.stepLimit = stepLimit
         self.outsideWaitLimit = outsideWaitLimit
         self.checksLockOrder = checksLockOrder
+        trapMessage.initialize(to: 0)
+    }
+
+    deinit {
+        trapMessage.deallocate()
     }
 
     /// The instance's number, met now if it wasn't before. Call with `lock` held.
@@ -103,6 +128,28 @@ extension ScheduledExecution {
     /// How many steps ran so far.
     var stepCount: Int { lock.withLock { steps.count } }
 
+    /// Whether `entity`'s last step gave up a try: it yields to the others.
+    func hasYielded(_ entity: Int) -> Bool { lock.withLock { entities[entity].yielded } }
+
+    /// How many tries in a row, with nothing else done between them, make a livelock: more than
+    /// a loop that retries a few times before it does something else makes, with every thread
+    /// that can go on taking turns at it.
+    static let livelockTries = 200
+
+    /// Ends the execution if its threads are in a livelock: each only tries instances, giving up
+    /// or polling again, and they have done nothing else for `livelockTries` tries.
+    var isLivelocked: Bool {
+        lock.withLock {
+            guard failedTriesInARow >= Self.livelockTries else { return false }
+            let loops = retrySites.sorted { $0.key < $1.key }.map { "\(entities[$0.key].name) retries \($0.value)" }
+            failure = .stuck(
+                "a livelock: " + loops.joined(separator: "; ") + "; every thread that can go on only tries "
+                    + "instances again and again, giving up or polling (\(failedTriesInARow) tries in a row, and "
+                    + "nothing else)")
+            return true
+        }
+    }
+
     /// Ends an execution that went on for `steps` switch points without ending.
     func endLivelock(after steps: Int) {
         lock.withLock {
@@ -132,7 +179,16 @@ extension ScheduledExecution {
     }
 
     /// The state the search is in: the steps so far up to reordering independent ones, and who ran last.
-    func key(current: Int?) -> TraceKey { lock.withLock { TraceKey(steps, current: current) } }
+    func key(current: Int?) -> TraceKey {
+        lock.withLock {
+            // Built a step at a time: a step is final once the next begins.
+            while keyedSteps < steps.count {
+                lastKey = lastKey.appending(steps[keyedSteps], to: steps[..<keyedSteps], current: nil)
+                keyedSteps += 1
+            }
+            return lastKey.with(current: current)
+        }
+    }
 
     /// Runs one step of `number` and waits until it stops; false if it didn't within `stepLimit`.
     func grant(_ number: Int, _ grant: ScheduledEntity.Grant, preempting: Bool) -> Bool {
@@ -145,7 +201,9 @@ extension ScheduledExecution {
             entity.grant = grant
             return entity
         }
+        messagesBeforeStep.store(TrapContainment.currentFatalErrorMessages, ordering: .relaxed)
         entity.wake.signal()
+        defer { takeTrapIn() }
         guard coordinator.wait(timeout: .now() + .nanoseconds(nanoseconds(stepLimit))) == .success else {
             lock.withLock {
                 failure = .stuck(
@@ -160,6 +218,13 @@ extension ScheduledExecution {
 
     /// What granting a step does to the model, before the entity runs. Call with `lock` held.
     private func begin(_ entity: ScheduledEntity, _ grant: ScheduledEntity.Grant, preempting: Bool) {
+        entity.yielded = false
+        defer {
+            if !entity.yielded {
+                failedTriesInARow = 0
+                retrySites = [:]
+            }
+        }
         switch entity.pending {
         case .begin(let instance, let access, let site) where grant == .timeOut:
             // Ordered against every access of the instance: one of them holds it now.
@@ -172,12 +237,14 @@ extension ScheduledExecution {
         case .begin(let instance, let access, let site):
             let exclusive = !access.shared || instance.hasPendingWork
             let at = site.isEmpty ? "" : ", at \(site)"
+            let free = isFree(instance, exclusively: exclusive, for: entity)
+            noteTry(entity, access.kind == .trying ? "\(access.name) \"\(instance.label)\"\(at)" : nil, gaveUp: !free)
             if access.kind == .submitting {
                 // Into the instance's line of work: ordered against every other access of it.
                 let number = number(of: instance)
                 steps[steps.count - 1].touch(number, exclusively: true)
                 note(entity, "\(access.name): submits work to \"\(labels[number])\"\(at)", preempted: preempting)
-            } else if access.waits || isFree(instance, exclusively: exclusive, for: entity) {
+            } else if access.waits || free {
                 let number = take(instance, by: entity, exclusively: exclusive)
                 let how = access.shared && exclusive ? " (exclusively: submitted work waits)" : ""
                 note(entity, "\(access.name) \"\(labels[number])\" begins\(how)\(at)", preempted: preempting)
@@ -204,6 +271,17 @@ extension ScheduledExecution {
         case .start, .running, .finished, .abandoned:
             break
         }
+    }
+
+    /// Notes a try (`...IfAvailable`) that `entity` begins, named `try` (nil for any other
+    /// step): one that gives up, or that repeats the entity's last try (a loop that polls until
+    /// it likes what it reads), yields. Call with `lock` held.
+    private func noteTry(_ entity: ScheduledEntity, _ try: String?, gaveUp: Bool) {
+        defer { entity.lastTry = `try` }
+        guard let `try`, gaveUp || entity.lastTry == `try` else { return }
+        entity.yielded = true
+        failedTriesInARow += 1
+        retrySites[entity.number] = `try`
     }
 
     /// The entity is about to take `instance`. Call with `lock` held.
@@ -313,8 +391,9 @@ extension ScheduledExecution {
 
 /// What stopped an execution, in words.
 enum ExecutionFailure: Sendable {
-    /// An entity's thread trapped, with this signal.
-    case crashed(entity: Int, signal: Int32)
+    /// An entity's thread trapped, with this signal, after the runtime reported `message`, if
+    /// it reported one.
+    case crashed(entity: Int, signal: Int32, message: String?)
     case reentrant(String)
     case lockOrderInversion(String)
     case deadlock(String)

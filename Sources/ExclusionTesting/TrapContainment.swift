@@ -27,6 +27,11 @@ enum TrapContainment {
     // Touched under `lock` only, but for `previous`, which the handler reads: written before the
     // handlers are installed and after they are removed.
     nonisolated(unsafe) private static var users = 0
+    /// Where Swift's runtime keeps the messages of the fatal errors it reported, one after the
+    /// other (`swift_getFatalErrorMessageBuffer`, an atomic pointer to a C string, on platforms
+    /// without Apple's crash reporter); nil where there is none. Set before the handlers are
+    /// installed.
+    nonisolated(unsafe) private(set) static var fatalErrorMessages: UnsafeRawPointer?
     /// The actions in place before, by signal number: what a trap elsewhere gets.
     nonisolated(unsafe) private static let previous: UnsafeMutablePointer<sigaction> = {
         let actions = UnsafeMutablePointer<sigaction>.allocate(capacity: 65)
@@ -39,6 +44,7 @@ enum TrapContainment {
         lock.withLock {
             users += 1
             guard users == 1 else { return }
+            fatalErrorMessages = fatalErrorMessageBuffer()
             for signal in signals {
                 var action = sigaction()
                 #if canImport(Darwin)
@@ -65,12 +71,36 @@ enum TrapContainment {
     /// The handler. An explored thread tells its execution and stands here for good; any other
     /// thread's trap gets the action that was there before: it is put back, and the trapping
     /// instruction, run again when this returns, traps again. (`abort()` raises again too.)
+    ///
+    /// It does only what a signal handler may: it reads the thread's record, calls
+    /// `controller.trapped`, which copies bytes and stores atomics, and sleeps.
     private static let trapped: @convention(c) (Int32) -> Void = { signal in
         if let controller = ScheduleSeam.currentController {
             controller.trapped(signal: signal)
             while true { _ = sleep(3_600) }
         }
         _ = sigaction(signal, TrapContainment.previous + Int(signal), nil)
+    }
+
+    /// The runtime's latest fatal-error messages as they stand now: the address of their text,
+    /// which changes with every message reported. Plain loads, safe in a signal handler: the
+    /// thread that traps stored the last message itself, before it trapped.
+    static var currentFatalErrorMessages: UnsafePointer<CChar>? {
+        fatalErrorMessages?.load(as: UnsafePointer<CChar>?.self)
+    }
+
+    /// Whether Swift's runtime keeps the messages of its fatal errors where a trap's handler can
+    /// read them: not on Apple's platforms, whose crash reporter takes them instead.
+    static let runtimeKeepsFatalErrorMessages = fatalErrorMessageBuffer() != nil
+
+    /// Looks up `swift_getFatalErrorMessageBuffer` and calls it: the buffer's address, which
+    /// doesn't change. Not in a signal handler: `dlopen` may allocate.
+    private static func fatalErrorMessageBuffer() -> UnsafeRawPointer? {
+        guard let handle = dlopen(nil, RTLD_NOW) else { return nil }
+        defer { dlclose(handle) }
+        guard let symbol = dlsym(handle, "swift_getFatalErrorMessageBuffer") else { return nil }
+        typealias Getter = @convention(c) () -> UnsafeRawPointer?
+        return unsafeBitCast(symbol, to: Getter.self)()
     }
 
     /// A signal's name, as the report gives it.

@@ -25,7 +25,9 @@ private func countAcrossACallback(fixed: Bool, _ threads: ScheduleThreads) {
     threads.spawn {
         let seen = fixed ? 0 : await count.access { $0 }
         await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume() }
+            // Later, as a reply is: a callback that came before the task even suspended would
+            // let it go on with no switch point, which no explorer can hold back.
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(100)) { continuation.resume() }
         }
         if fixed {
             await count.access { $0 += 1 }
