@@ -305,6 +305,13 @@ PLANTS = {
         "if steps[index].depends(on: step) { afterLastPredecessor = place }",
         ["TraceKeyTests"],
     ),
+    "sleep-ends-at-once": (
+        "a task's sleep ends as soon as it begins, not in virtual time: sleeps end in the order they began",
+        "Sources/ExclusionTesting/ScheduledEntity.swift",
+        "        sleep(UnownedJob(job), for: clock.now.duration(to: instant) as? Duration ?? .zero)\n",
+        "        enqueue(job)\n",
+        ["OutsideTheExplorerTests"],
+    ),
     "timed-lock-wait-never-gives-up": (
         "under exploration a wait for the lock with a time limit always waits, so the code that handles its TimeoutError is never explored",
         "Sources/ExclusionTesting/ScheduledExecution.swift",

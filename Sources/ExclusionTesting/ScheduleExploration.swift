@@ -186,7 +186,7 @@ final class ScheduleExploration<Model: SequentialModel, Object: Sendable>: Senda
         }
         if tally.resumedFromOutside {
             notes.append(
-                "a task was resumed from outside the explorer (a sleep, a callback on a queue, another executor): "
+                "a task was resumed from outside the explorer (a callback on a queue, another executor): "
                     + "it was resumed once no thread could go on, so no schedule resumed it earlier")
         }
         let failure = failing.flatMap { failing in

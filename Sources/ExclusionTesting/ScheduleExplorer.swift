@@ -68,9 +68,9 @@ import Foundation
 ///   only by the scenario's threads, are explored. The explorer sees nothing else that threads
 ///   share (make everything shared such an instance). A thread that blocks on anything else (a
 ///   semaphore, another library's lock) stalls its schedule, which is reported as stuck after
-///   ``stepTimeLimit``; a task that awaits something the explorer doesn't run (a sleep, a callback
-///   on a queue) is resumed once no thread can go on, or reported stuck after
-///   ``outsideWaitLimit``. Operations must be deterministic: the explorer replays each schedule
+///   ``stepTimeLimit``. A `Task.sleep` ends in virtual time, once no thread can go on; a task that
+///   awaits something the explorer doesn't run (a callback on a queue) is resumed then too, or
+///   reported stuck after ``outsideWaitLimit``. Operations must be deterministic: the explorer replays each schedule
 ///   from the start.
 public struct ScheduleExplorer<Model: SequentialModel>: Sendable {
     /// How schedules are chosen.
@@ -117,7 +117,7 @@ public struct ScheduleExplorer<Model: SequentialModel>: Sendable {
     /// reported as stuck.
     public var stepTimeLimit: Duration = .seconds(10)
     /// How long, once no thread can go on, the explorer waits for something it doesn't run (a
-    /// sleep that ends, a callback on a dispatch queue, another executor) to resume a suspended
+    /// callback on a dispatch queue, another executor) to resume a suspended
     /// task, before it reports the schedule stuck. A task that nothing will ever resume (a
     /// continuation lost, or resumed by nobody) fails its schedule after this long. So does a
     /// deadlock in a schedule where a child task has ended: Swift tells an executor nothing when

@@ -3,6 +3,10 @@ import Dispatch
 import Foundation
 import Synchronization
 
+#if !canImport(Darwin)
+@_spi(ExperimentalScheduling) import _Concurrency
+#endif
+
 /// One thing an execution runs a step at a time, on a thread of its own: a scenario thread, or a
 /// drain of work submitted to an instance.
 final class ScheduledEntity: @unchecked Sendable {
@@ -160,6 +164,12 @@ final class ScenarioTaskExecutor: TaskExecutor {
         /// Jobs that came from outside the explorer (a timer, a dispatch queue, another executor),
         /// in the order they came, not yet handed to their entities.
         var arrivals: [(owner: Int, job: UnownedJob)] = []
+        /// The jobs that end sleeps, in virtual time: each with its deadline in milliseconds of
+        /// virtual time, the order the sleeps began in, and the entity whose task sleeps.
+        var sleepers: [(deadline: Int64, order: Int, owner: Int, job: UnownedJob)] = []
+        var sleeps = 0
+        /// Virtual time, in milliseconds: the latest deadline reached.
+        var now: Int64 = 0
     }
 
     private let queues = Mutex(Queues())
@@ -226,6 +236,44 @@ final class ScenarioTaskExecutor: TaskExecutor {
     /// Whether a job came from outside and waits to be handed over.
     var hasArrivals: Bool { queues.withLock { !$0.arrivals.isEmpty } }
 
+    /// A task begins a sleep of `delay`: the job that ends it waits for virtual time to reach
+    /// its deadline. Deadlines are whole milliseconds, to the nearest: the delay comes back from
+    /// the instant the sleep asked for, less the microseconds since it asked.
+    func sleep(_ job: UnownedJob, for delay: Duration) {
+        let (seconds, attoseconds) = max(delay, .zero).components
+        let milliseconds = seconds * 1_000 + (attoseconds + 500_000_000_000_000) / 1_000_000_000_000_000
+        let owner = execution?.runningEntity ?? 0
+        queues.withLock { queues in
+            queues.sleepers.append((queues.now + milliseconds, queues.sleeps, owner, job))
+            queues.sleeps += 1
+        }
+    }
+
+    /// `entity`'s task goes on: a sleep it began and that hasn't ended was cancelled, and ending
+    /// it would resume nothing.
+    func forgetSleeps(of entity: Int) {
+        queues.withLock { $0.sleepers.removeAll { $0.owner == entity } }
+    }
+
+    /// Moves virtual time to the earliest deadline of a sleep and ends that sleep: its task comes
+    /// back, through the shared pool, as an arrival (`awaitArrival`). False if no task sleeps.
+    func wakeNextSleeper() -> Bool {
+        let next = queues.withLock { queues -> UnownedJob? in
+            let sleepers = queues.sleepers
+            guard
+                let first = sleepers.indices.min(by: {
+                    (sleepers[$0].deadline, sleepers[$0].order) < (sleepers[$1].deadline, sleepers[$1].order)
+                })
+            else { return nil }
+            let sleeper = queues.sleepers.remove(at: first)
+            queues.now = max(queues.now, sleeper.deadline)
+            return sleeper.job
+        }
+        guard let next else { return false }
+        next.runSynchronously(on: asUnownedTaskExecutor())
+        return true
+    }
+
     /// The next task started (on this executor, from `entity`'s thread) belongs to `entity`.
     func adoptNextTask(for entity: Int) {
         queues.withLock { $0.adopting = entity }
@@ -256,3 +304,19 @@ final class ScenarioTaskExecutor: TaskExecutor {
         return UInt64(text[start.upperBound..<end])
     }
 }
+
+// Sleeps in virtual time: `Task.sleep` in a task that prefers a `SchedulingExecutor` hands the job
+// that ends the sleep to that executor. The protocol is experimental (`@_spi`), and on Apple's
+// platforms only in the SDKs of macOS and iOS 26.4, which can't be checked here: there, a sleep
+// ends on a timer, and comes back as a job from outside the explorer.
+#if !canImport(Darwin)
+extension ScenarioTaskExecutor: SchedulingExecutor {
+    func enqueue<C: Clock>(_ job: consuming ExecutorJob, at instant: C.Instant, tolerance: C.Duration?, clock: C) {
+        sleep(UnownedJob(job), for: clock.now.duration(to: instant) as? Duration ?? .zero)
+    }
+
+    func enqueue<C: Clock>(_ job: consuming ExecutorJob, after delay: C.Duration, tolerance: C.Duration?, clock: C) {
+        sleep(UnownedJob(job), for: delay as? Duration ?? .zero)
+    }
+}
+#endif

@@ -266,6 +266,7 @@ extension ScheduledExecution {
         case .resume:
             // Ordered after the step that gave the task its job (`noteEnabled`).
             steps[steps.count - 1].touch(Self.task(of: entity.number), exclusively: true)
+            entity.executor?.forgetSleeps(of: entity.number)
             entity.taskWaitsIn = nil
             note(entity, "resumes its task", preempted: preempting)
         case .start, .running, .finished, .abandoned:
@@ -327,16 +328,25 @@ extension ScheduledExecution {
     /// No entity can go on: if a task may wait for something from outside the explorer, waits up
     /// to `outsideWaitLimit` for a job from outside and hands it over; returns whether one came. The
     /// schedule takes it here, where nothing else can run, the same way every time it runs.
+    ///
+    /// A task asleep comes first, if no job waits: virtual time moves on to the end of the
+    /// earliest sleep, whose task goes on, as if every step took no time at all.
     func awaitArrival() -> Bool {
         let (executor, mayWaitOutside) = lock.withLock {
             (entities.lazy.compactMap(\.executor).first, entities.contains { self.mayWaitOutside($0) })
         }
-        guard let executor, mayWaitOutside || executor.hasArrivals,
-            let owner = executor.awaitArrival(within: mayWaitOutside ? outsideWaitLimit : .zero)
+        guard let executor else { return false }
+        let slept = !executor.hasArrivals && executor.wakeNextSleeper()
+        guard mayWaitOutside || slept || executor.hasArrivals,
+            let owner = executor.awaitArrival(within: executor.hasArrivals ? .zero : outsideWaitLimit)
         else { return false }
         lock.withLock {
-            resumedFromOutside = true
-            note(entities[owner], "its task is resumed from outside the explorer")
+            if slept {
+                note(entities[owner], "its sleep ends")
+            } else {
+                resumedFromOutside = true
+                note(entities[owner], "its task is resumed from outside the explorer")
+            }
         }
         return true
     }
