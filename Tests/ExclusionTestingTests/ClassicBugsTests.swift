@@ -503,6 +503,48 @@ let classicBugs: [ClassicBug] = [
             }
         }
     },
+    ClassicBug(name: "a cancellation racing a sleep", bound: 0, kind: .threw, hasSynchronousForm: false) {
+        fixed, _, threads in
+        // An editor saves a document a while after a change, in a child task; closing the
+        // document cancels the save. The save sleeps with `try?`, which swallows the
+        // cancellation: it wakes at once, and saves a closed document.
+        let document = Exclusive([String](), label: "document")
+        threads.spawn {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    if fixed {
+                        do { try await Task.sleep(for: .seconds(2)) } catch { return }
+                    } else {
+                        try? await Task.sleep(for: .seconds(2))
+                    }
+                    await document.access { $0.append("saved") }
+                }
+                await document.access { $0.append("closed") }
+                group.cancelAll()
+            }
+        }
+        threads.finally {
+            let events = sync(document) { $0 }
+            if events.firstIndex(of: "closed").map({ events[$0...].contains("saved") }) == true {
+                throw Broken("saved after closing: \(events)")
+            }
+        }
+    },
+    ClassicBug(
+        name: "two tasks that each wait for the other first", bound: 0, kind: .deadlock, hasSynchronousForm: false
+    ) {
+        fixed, _, threads in
+        // A handshake: each side says it is ready, and waits until the other is. Each waits
+        // before it says so: neither ever does.
+        let ready = [Exclusive(false, label: "left ready"), Exclusive(false, label: "right ready")]
+        for side in 0..<2 {
+            threads.spawn {
+                if fixed { await ready[side].access { $0 = true } }
+                try await ready[1 - side].access(when: { $0 }) { _ in }
+                if !fixed { await ready[side].access { $0 = true } }
+            }
+        }
+    },
 ]
 
 /// A one-time event, and the continuations of the tasks that wait for it.
