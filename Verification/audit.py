@@ -312,6 +312,13 @@ PLANTS = {
         "        enqueue(job)\n",
         ["OutsideTheExplorerTests"],
     ),
+    "deadlock-without-cycle": (
+        "a deadlock's report lists who waits for what, but not the cycle of threads waiting for each other",
+        "Sources/ExclusionTesting/ScheduledExecution.swift",
+        "                + (waitCycle().map { \"; the cycle: \" + $0 } ?? \"\")\n",
+        "",
+        ["ClassicBugsTests"],
+    ),
     "timed-lock-wait-never-gives-up": (
         "under exploration a wait for the lock with a time limit always waits, so the code that handles its TimeoutError is never explored",
         "Sources/ExclusionTesting/ScheduledExecution.swift",

@@ -365,7 +365,9 @@ extension ScheduledExecution {
         lock.withLock {
             let waiting = entities.filter { !$0.isDone }
             for entity in waiting { note(entity, "deadlocked: \(waitsFor(entity))") }
-            let lines = waiting.map { "\($0.name) \(waitsFor($0))" }.joined(separator: "; ")
+            let lines =
+                waiting.map { "\($0.name) \(waitsFor($0))" }.joined(separator: "; ")
+                + (waitCycle().map { "; the cycle: " + $0 } ?? "")
             let outside = waiting.filter { !$0.isChildTask && mayWaitOutside($0) }
             guard outside.isEmpty else {
                 let names = outside.map(\.name).joined(separator: " and ")
@@ -377,6 +379,43 @@ extension ScheduledExecution {
             }
             failure = .deadlock("every thread left waits for another: " + lines)
         }
+    }
+
+    /// A cycle in the graph of who waits for whom, in words, if there is one: an entity waits for
+    /// every entity that holds the instance it waits to take, or in whose line its task waits.
+    /// Call with `lock` held.
+    private func waitCycle() -> String? {
+        func waitsFor(_ entity: ScheduledEntity) -> [(holder: Int, instance: String)] {
+            let instance: ScheduledInstance? =
+                switch entity.pending {
+                case .begin(let instance, _, _), .recheck(let instance, _, _), .drain(let instance): instance
+                case .resume: entity.taskWaitsIn?.instance
+                case .start, .running, .finished, .abandoned: nil
+                }
+            guard let instance else { return [] }
+            return entities.filter { $0 !== entity && $0.held.contains { $0.instance.id == instance.id } }
+                .map { ($0.number, instance.label) }
+        }
+        // Depth first from each entity, along the first edge out of each: a path that comes back
+        // to an entity on it closes a cycle.
+        for start in entities where !start.isDone {
+            var path: [(entity: Int, instance: String)] = []
+            var current = start.number
+            while let next = waitsFor(entities[current]).first {
+                path.append((current, next.instance))
+                if let loop = path.firstIndex(where: { $0.entity == next.holder }) {
+                    let links = path[loop...].map { link in
+                        "\(entities[link.entity].name) waits for \"\(link.instance)\""
+                    }
+                    let holders = path[loop...].indices.map { index in
+                        entities[index + 1 < path.endIndex ? path[index + 1].entity : next.holder].name
+                    }
+                    return zip(links, holders).map { "\($0), which \($1) holds" }.joined(separator: ", and ")
+                }
+                current = next.holder
+            }
+        }
+        return nil
     }
 
     /// What `entity` waits for, in words. Call with `lock` held.

@@ -644,6 +644,23 @@ struct ClassicBugsTests {
         }
     }
 
+    @Test func aDeadlocksReportShowsItsCycle() async throws {
+        let deadlock = try #require(
+            classicBugs.first { $0.name == "two instances nested in opposite orders, a deadlock" })
+        for awaited in [false, true] {
+            let found = try #require(try await explore(deadlock, fixed: false, awaited: awaited, bound: 1).failure)
+            #expect(found.kind == .deadlock)
+            #expect(found.message.contains("; the cycle: thread "), "\(found.message)")
+            #expect(found.message.contains(" waits for \"a\", which thread "), "\(found.message)")
+            #expect(found.message.contains(" waits for \"b\", which thread "), "\(found.message)")
+        }
+        let handshake = try #require(classicBugs.first { $0.name == "two tasks that each wait for the other first" })
+        let found = try #require(try await explore(handshake, fixed: false, awaited: true, bound: 0).failure)
+        // Tasks waiting for conditions no one holds wait for no thread: no cycle, and each wait.
+        #expect(!found.message.contains("the cycle"), "\(found.message)")
+        #expect(found.message.contains("its condition on \"left ready\""), "\(found.message)")
+    }
+
     @Test(arguments: classicBugs)
     func eachFixPassesEveryScheduleAtThatBound(bug: ClassicBug) async throws {
         for awaited in bug.forms {
