@@ -128,7 +128,7 @@ extension ScheduledExecution {
     /// How many steps ran so far.
     var stepCount: Int { lock.withLock { steps.count } }
 
-    /// Whether `entity`'s last step gave up a try: it yields to the others.
+    /// Whether `entity`'s last step gave up a try, or polled again: it yields to the others.
     func hasYielded(_ entity: Int) -> Bool { lock.withLock { entities[entity].yielded } }
 
     /// How many tries in a row, with nothing else done between them, make a livelock: more than
@@ -374,7 +374,7 @@ extension ScheduledExecution {
                 failure = .stuck(
                     "no thread can go on, and nothing came within \(outsideWaitLimit) to resume the task of \(names), "
                         + "which waits for something the explorer doesn't run (a continuation never resumed, a "
-                        + "sleep, another executor): " + lines)
+                        + "callback, another executor): " + lines)
                 return
             }
             failure = .deadlock("every thread left waits for another: " + lines)

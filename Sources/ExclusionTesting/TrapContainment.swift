@@ -29,9 +29,10 @@ enum TrapContainment {
     nonisolated(unsafe) private static var users = 0
     /// Where Swift's runtime keeps the messages of the fatal errors it reported, one after the
     /// other (`swift_getFatalErrorMessageBuffer`, an atomic pointer to a C string, on platforms
-    /// without Apple's crash reporter); nil where there is none. Set before the handlers are
-    /// installed.
-    nonisolated(unsafe) private(set) static var fatalErrorMessages: UnsafeRawPointer?
+    /// without Apple's crash reporter); nil where there is none. Unsafe only as a raw pointer is
+    /// not `Sendable`: it never changes, and `begin` makes it before installing the handlers, which
+    /// then read it with no lock (an initialized `static let` is one load and one comparison).
+    nonisolated(unsafe) static let fatalErrorMessages: UnsafeRawPointer? = fatalErrorMessageBuffer()
     /// The actions in place before, by signal number: what a trap elsewhere gets.
     nonisolated(unsafe) private static let previous: UnsafeMutablePointer<sigaction> = {
         let actions = UnsafeMutablePointer<sigaction>.allocate(capacity: 65)
@@ -44,7 +45,7 @@ enum TrapContainment {
         lock.withLock {
             users += 1
             guard users == 1 else { return }
-            fatalErrorMessages = fatalErrorMessageBuffer()
+            _ = fatalErrorMessages
             for signal in signals {
                 var action = sigaction()
                 #if canImport(Darwin)
@@ -91,7 +92,7 @@ enum TrapContainment {
 
     /// Whether Swift's runtime keeps the messages of its fatal errors where a trap's handler can
     /// read them: not on Apple's platforms, whose crash reporter takes them instead.
-    static let runtimeKeepsFatalErrorMessages = fatalErrorMessageBuffer() != nil
+    static var runtimeKeepsFatalErrorMessages: Bool { fatalErrorMessages != nil }
 
     /// Looks up `swift_getFatalErrorMessageBuffer` and calls it: the buffer's address, which
     /// doesn't change. Not in a signal handler: `dlopen` may allocate.
