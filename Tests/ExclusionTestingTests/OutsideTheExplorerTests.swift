@@ -49,7 +49,8 @@ private struct WokeOutOfOrder: Error, CustomStringConvertible {
 
 private struct Lost: Error, CustomStringConvertible {
     let total: Int
-    var description: String { "counted \(total), not 2" }
+    var expected = 2
+    var description: String { "counted \(total), not \(expected)" }
 }
 
 @Suite("ScheduleExplorer and what it doesn't run", .onThreadsOfItsOwn, .patientTimeLimit(minutes: 10))
@@ -67,7 +68,7 @@ struct OutsideTheExplorerTests {
             }
             threads.finally {
                 let total = count.access { $0 }
-                if total != 3 { throw Lost(total: total) }
+                if total != 3 { throw Lost(total: total, expected: 3) }
             }
         }
         let first = try await explore(program)

@@ -65,22 +65,16 @@ struct TrapMessageTests {
         let entity = ScheduledEntity(number: 0, name: "thread 0")
         execution.lock.withLock { execution.entities = [entity] }
         // The trapping thread holds the execution's lock, as one that trapped in the explorer's
-        // own code would: what its handler calls must return all the same.
-        let returned = DispatchSemaphore(value: 0)
-        let trapping = Thread {
+        // own code would: what its handler calls must return all the same. (If it doesn't, its
+        // thread stands there holding the lock, and the wait gives up.)
+        let told = try await onItsOwnThread(limit: patience) { () -> Bool in
             execution.lock.lock()
             execution.trapped(entity, signal: SIGILL)
-            returned.signal()
             execution.lock.unlock()
+            // The coordinator is told.
+            return execution.coordinator.wait(timeout: .now()) == .success
         }
-        trapping.start()
-        guard returned.wait(timeout: .now() + .nanoseconds(nanoseconds(patience))) == .success else {
-            // The thread stands in the handler holding the lock: nothing here may take it now.
-            Issue.record("the handler didn't return while the trapping thread held the execution's lock")
-            return
-        }
-        // The coordinator takes the trap in once it is told.
-        #expect(execution.coordinator.wait(timeout: .now() + .nanoseconds(nanoseconds(patience))) == .success)
+        #expect(told)
         execution.takeTrapIn()
         guard case .crashed(entity: 0, signal: SIGILL, _) = execution.stopped else {
             Issue.record("the trap wasn't taken in: \(String(describing: execution.stopped))")
