@@ -251,9 +251,9 @@ PLANTS = {
     ),
     "outside-job-runs-at-once": (
         "a job from outside the explorer is queued when it comes, at a moment that differs from run to run",
-        "Sources/ExclusionTesting/ScheduledEntity.swift",
-        "let fromInside = (ScheduleSeam.currentController as? EntityController)?.execution === execution",
-        "let fromInside = true",
+        "Sources/ExclusionTesting/ScenarioTaskExecutor.swift",
+        "        (ScheduleSeam.currentController as? EntityController)?.execution === execution\n",
+        "        true\n",
         # One test: with this plant every test here waits out its 10-s limit for what came already.
         ["aCallbackThatResumesATaskIsPartOfItsSchedule"],
     ),
@@ -308,7 +308,7 @@ PLANTS = {
     ),
     "sleep-ends-at-once": (
         "a task's sleep ends as soon as it begins, not in virtual time: sleeps end in the order they began",
-        "Sources/ExclusionTesting/ScheduledEntity.swift",
+        "Sources/ExclusionTesting/ScenarioTaskExecutor.swift",
         "        sleep(UnownedJob(job), for: clock.now.duration(to: instant) as? Duration ?? .zero)\n",
         "        enqueue(job)\n",
         ["OutsideTheExplorerTests"],
@@ -333,6 +333,41 @@ PLANTS = {
         " reader.isAtEnd,",
         " true,",
         ["ScheduleTests"],
+    ),
+    "actor-first-job-in-start": (
+        "an operation's first job runs in its thread's start, which runs in a fixed order: a task that joins an actor's queue first always does",
+        "Sources/ExclusionTesting/ScheduleExploration+Execution.swift",
+        "            execution.suspend(entity, starting: true)\n            var granted = true\n",
+        "            var granted = true\n",
+        ["ActorsTests"],
+    ),
+    "main-actor-turn-in-place": (
+        "a task's turn on the main actor begins in the step that hopped there, not in a step of its own: turns come in the order of the hops",
+        "Sources/ExclusionTesting/ScenarioTaskExecutor.swift",
+        "                    granted || !first.onMainActor\n",
+        "                    granted || first.onMainActor || !first.onMainActor\n",
+        ["ActorsTests"],
+    ),
+    "actor-jobs-run-by-enqueuer": (
+        "the job that runs an actor's queue runs on the thread whose task joined it, which then runs other tasks' turns as its own",
+        "Sources/ExclusionTesting/ScenarioTaskExecutor.swift",
+        "            guard let task else { return queues.adopting == nil ? .actorJobs : nil }\n",
+        "            guard let task else { return nil }\n",
+        ["ActorsTests"],
+    ),
+    "main-executor-not-taken": (
+        "the main executor isn't stood in for: main-actor code runs on the main thread, outside the explorer",
+        "Sources/ExclusionTesting/RuntimeHooks.swift",
+        'runtimeVariable("swift_task_getMainExecutor_hook")',
+        'runtimeVariable("swift_task_getMainExecutor_hook_planted")',
+        ["ActorsTests"],
+    ),
+    "global-jobs-not-taken": (
+        "jobs for the global executor aren't taken: a task started with Task { } runs in Swift's pool, outside the explorer",
+        "Sources/ExclusionTesting/RuntimeHooks.swift",
+        'runtimeVariable("swift_task_enqueueGlobal_hook")',
+        'runtimeVariable("swift_task_enqueueGlobal_hook_planted")',
+        ["ActorsTests"],
     ),
     "runtime-measures-global-queue": (
         "the tests' measure of the pool's time beats on dispatch's global queue, which runs while the pool is held",

@@ -5,6 +5,10 @@ import Synchronization
 enum ScenarioOperation<Object, Input, Output>: Sendable {
     case synchronous(@Sendable (Object, Input) throws -> Output)
     case asynchronous(@Sendable (Object, Input) async throws -> Output)
+    /// Each input one way or the other: synchronously if `synchronously` gives a body for it.
+    case either(
+        synchronously: @Sendable (Object, Input) -> (() throws -> Output)?,
+        asynchronously: @Sendable (Object, Input) async throws -> Output)
 }
 
 /// What one execution did, and whether it failed.
@@ -47,7 +51,7 @@ extension ScheduleExploration {
             checksLockOrder: lockOrder == .always || (lockOrder == .asExclusionDoes && ScheduleSeam.checksLockOrder))
         let object = setUp()
         let history = Mutex<[HistoryOperation<Model.Input, Model.Output>]>([])
-        let isAsynchronous = if case .asynchronous = operation { true } else { false }
+        let isAsynchronous = if case .synchronous = operation { false } else { true }
         let executor = isAsynchronous ? ScenarioTaskExecutor(execution) : nil
         let threads = programs.indices.map { thread in
             ScheduledEntity(number: thread, name: "thread \(thread)", executor: executor)
@@ -89,6 +93,7 @@ extension ScheduleExploration {
         }
         outcome.decisions = step(execution, &chooser)
         execution.endChildTasks()
+        if let executor { RuntimeHooks.forget(tasksOf: executor) }
         execution.noteTrap()
         outcome.steps = execution.lock.withLock { execution.steps }
         outcome.history = history.withLock { $0 }.sorted { $0.call < $1.call }
@@ -187,7 +192,9 @@ extension ScheduleExploration {
         switch operation {
         case .synchronous(let perform):
             return Result { try perform(object, input) }
-        case .asynchronous(let perform):
+        case .either(let synchronously, _) where synchronously(object, input) != nil:
+            return Result { try synchronously(object, input)!() }
+        case .asynchronous(let perform), .either(_, let perform):
             let executor = entity.executor!
             let result = Mutex<Result<Model.Output, any Error>?>(nil)
             executor.adoptNextTask(for: entity.number)
@@ -196,9 +203,24 @@ extension ScheduleExploration {
                 do { outcome = .success(try await perform(object, input)) } catch { outcome = .failure(error) }
                 result.withLock { $0 = outcome }
             }
+            // The task's first job runs in a step of its own, which may come after other threads'
+            // steps: the first thing it does may be to join an actor's queue, or to take a turn
+            // on the main actor. After that, a job the task enqueues for itself (a yield, a hop
+            // off an actor) runs on in the same step: what the task does between its last switch
+            // point and its next touches nothing another thread sees, so a switch there would
+            // only repeat executions. A turn on the main actor begins a step, and ends one.
+            execution.suspend(entity, starting: true)
+            var granted = true
             while true {
                 if let done = result.withLock({ $0 }) { return done }
-                if !executor.runNextJob(for: entity.number) { execution.suspend(entity) }
+                switch executor.runNextJob(for: entity.number, granted: granted) {
+                case .elsewhere:
+                    granted = false
+                case .onTheMainActor, nil:
+                    if let done = result.withLock({ $0 }) { return done }
+                    execution.suspend(entity)
+                    granted = true
+                }
             }
         }
     }

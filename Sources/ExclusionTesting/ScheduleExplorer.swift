@@ -41,8 +41,9 @@ import Foundation
 /// an executor the explorer owns), but only one runs at a time, and it stops at each of
 /// Exclusion's synchronization points until the explorer picks who goes on: every access about to
 /// take an instance, synchronous or awaited, conditional, timed or `...IfAvailable`; a condition
-/// found false; a submission and the drain that runs it. Child tasks (`async let`, task groups,
-/// `Task { }`) are threads of their own. A thread whose access would wait for the lock simply
+/// found false; a submission and the drain that runs it; a task's turn in an actor, or on the main
+/// actor. Child tasks (`async let`, task groups) and tasks started with `Task { }` or
+/// `Task.detached` are threads of their own, and so is the job that runs an actor's queue. A thread whose access would wait for the lock simply
 /// isn't picked; when no thread can go on and some haven't finished, that is a deadlock, reported
 /// with the schedule that led there.
 ///
@@ -70,8 +71,10 @@ import Foundation
 ///   semaphore, another library's lock) stalls its schedule, which is reported as stuck after
 ///   ``stepTimeLimit``. A `Task.sleep` ends in virtual time, once no thread can go on; a task that
 ///   awaits something the explorer doesn't run (a callback on a queue) is resumed then too, or
-///   reported stuck after ``outsideWaitLimit``. Operations must be deterministic: the explorer replays each schedule
-///   from the start.
+///   reported stuck after ``outsideWaitLimit``. Operations must be deterministic: the explorer
+///   replays each schedule from the start. To run the main actor and tasks started with `Task { }`,
+///   the explorer sets two hooks of Swift's runtime for the rest of the process, which answer only
+///   on its own threads (see "Exploring schedules", Actors).
 public struct ScheduleExplorer<Model: SequentialModel>: Sendable {
     /// How schedules are chosen.
     public enum Search: Sendable, Equatable {

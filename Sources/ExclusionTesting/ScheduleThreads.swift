@@ -56,6 +56,13 @@ public final class ScheduleThreads: @unchecked Sendable {
         }
     }
 
+    /// The body of the thread spawned `number`th, if it is synchronous: it runs on its thread,
+    /// with no task.
+    func synchronousBody(_ number: Int) -> (@Sendable () throws -> Void)? {
+        guard bodies.indices.contains(number), case .synchronous(let body) = bodies[number] else { return nil }
+        return body
+    }
+
     /// Runs every check, in order, until one throws.
     func check() throws {
         for check in checks { try check() }
@@ -179,9 +186,18 @@ extension ScheduleExplorer where Model == AnyHistory {
                 body(threads)
                 return threads
             }, { AnyHistory.Input(thread: $0.thread) },
-            .asynchronous { threads, input in
-                try await threads.run(input.thread)
-                return AnyHistory.Output()
-            }, finally: { threads in try threads.check() })
+            .either(
+                synchronously: { threads, input in
+                    threads.synchronousBody(input.thread).map { body in
+                        {
+                            try body()
+                            return AnyHistory.Output()
+                        }
+                    }
+                },
+                asynchronously: { threads, input in
+                    try await threads.run(input.thread)
+                    return AnyHistory.Output()
+                }), finally: { threads in try threads.check() })
     }
 }

@@ -56,14 +56,26 @@ extension ScheduledExecution {
         return awaitGrant(entity) == .timeOut
     }
 
-    /// `entity`'s task is suspended (or, for a child task, suspended or ended): it stands until its
-    /// task has a job. Returns how it goes on: `.end` for a child task once the execution is over.
+    /// `entity`'s task is suspended (or, for a child task, suspended or ended), or waits for its
+    /// turn on the main actor: it stands until its task has a job it can run. Returns how it goes
+    /// on: `.end` for a child task once the execution is over.
     @discardableResult
-    func suspend(_ entity: ScheduledEntity) -> ScheduledEntity.Grant {
+    func suspend(_ entity: ScheduledEntity, starting: Bool = false) -> ScheduledEntity.Grant {
         let held = ScheduleSeam.instancesHeldByCurrentThread()
+        let hasJob = entity.executor?.hasJobs(for: entity.number) ?? false
         lock.withLock {
             noteHeld(entity, held)
-            note(entity, entity.isChildTask ? "its task suspends, or ends" : "suspends its task")
+            if starting {
+                note(entity, "starts its task")
+            } else if hasJob {
+                note(entity, "its task hops to the main actor, and waits for its turn there")
+            } else {
+                note(entity, entity.isChildTask ? "its task suspends, or ends" : "suspends its task")
+                // With no wait in an instance's line to explain it, it may have joined an actor's queue.
+                if actorJobsSeen, entity.taskWaitsIn == nil {
+                    steps[steps.count - 1].touch(Self.actors, exclusively: true)
+                }
+            }
             entity.pending = .resume
         }
         coordinator.signal()
@@ -71,22 +83,24 @@ extension ScheduledExecution {
     }
 
     /// An operation's task, on the entity running, started a child task on the scenario's
-    /// executor: it gets an entity of its own, whose thread runs its jobs. Returns its number.
-    func childTaskStarted() -> Int {
+    /// executor, or (`unstructured`) a task with `Task { }` or `Task.detached`: it gets an entity
+    /// of its own, whose thread runs its jobs. Returns its number.
+    func childTaskStarted(unstructured: Bool = false) -> Int {
         let child = lock.withLock { () -> ScheduledEntity in
             let parent = entities[running]
             let child = ScheduledEntity(
                 number: entities.count, name: "task \(entities.count) (of \(parent.name))", executor: parent.executor,
                 childTask: true)
             entities.append(child)
-            note(parent, "starts a child task: \(child.name)")
+            note(parent, "starts \(unstructured ? "a task" : "a child task"): \(child.name)")
             return child
         }
         let thread = Thread { [self] in
             ScheduleSeam.controlCurrentThread(with: EntityController(execution: self, entity: child))
             var grant = awaitGrant(child)
             while grant != .end {
-                while child.executor!.runNextJob(for: child.number) {}
+                var granted = true
+                while child.executor!.runNextJob(for: child.number, granted: granted) == .elsewhere { granted = false }
                 grant = suspend(child)
             }
             ScheduleSeam.releaseCurrentThread()
@@ -96,12 +110,46 @@ extension ScheduledExecution {
         return child.number
     }
 
+    /// A task of the entity running hopped onto an idle actor, which was scheduled with a job that
+    /// runs its queue: the job gets an entity of its own, whose thread runs it in one step after
+    /// another (a step ends wherever a task in the actor reaches a switch point) and then ends.
+    /// Returns its number.
+    func actorJobsScheduled() -> Int {
+        let jobs = lock.withLock { () -> ScheduledEntity in
+            let scheduler = entities[running]
+            let jobs = ScheduledEntity(
+                number: entities.count, name: "actor jobs \(entities.count)", executor: scheduler.executor,
+                actorJobs: true)
+            entities.append(jobs)
+            actorJobsSeen = true
+            steps[steps.count - 1].touch(Self.actors, exclusively: true)
+            let who = scheduler.runsActorJobs ? "a task in it hops to" : "its task joins"
+            note(scheduler, "\(who) an idle actor's queue: \(jobs.name) will run it")
+            return jobs
+        }
+        let thread = Thread { [self] in
+            ScheduleSeam.controlCurrentThread(with: EntityController(execution: self, entity: jobs))
+            if awaitGrant(jobs) != .end { _ = jobs.executor!.runNextJob(for: jobs.number) }
+            finish(jobs)
+            ScheduleSeam.releaseCurrentThread()
+        }
+        thread.name = "schedule explorer: \(jobs.name)"
+        thread.start()
+        return jobs.number
+    }
+
     /// The entity running now.
     var runningEntity: Int { lock.withLock { running } }
 
     /// The running step gave `owner`'s task a job: the step that runs it comes after this one.
-    func noteEnabled(_ owner: Int) {
-        lock.withLock { steps[steps.count - 1].touch(Self.task(of: owner), exclusively: true) }
+    func noteEnabled(_ owner: Int, onMainActor: Bool = false) {
+        lock.withLock {
+            steps[steps.count - 1].touch(Self.task(of: owner), exclusively: true)
+            let runner = entities[running]
+            if runner.runsActorJobs, owner != running, !onMainActor {
+                note(runner, "\(entities[owner].name)'s task leaves the actor")
+            }
+        }
     }
 
     /// `entity`'s task is about to suspend in `instance`'s line.

@@ -45,6 +45,9 @@ final class ScheduledExecution: @unchecked Sendable {
     var usedUnseen = false
     /// Whether a task was resumed from outside the explorer; the report says so.
     var resumedFromOutside = false
+    /// Whether an actor was scheduled with a job: from then on, a task that suspends with no job
+    /// may have joined an actor's queue.
+    var actorJobsSeen = false
     /// The entity running now, or that ran last.
     var running = 0
     /// The tries that yielded in a row (gave up, or polled again), with no step of any other kind
@@ -161,9 +164,21 @@ extension ScheduledExecution {
     /// the tasks from -1 down. The step that gives a task its job and the step that runs it touch it.
     static func task(of entity: Int) -> Int { -1 - entity }
 
+    /// The number of the actors among the things steps touch: all of them as one, since the
+    /// explorer doesn't see which actor a task joins. Steps that run in actors, and those that may
+    /// have put a task in an actor's queue, touch it exclusively: their order decides in what
+    /// order tasks take turns in an actor.
+    static let actors = Int.min
+
     /// Whether everything has finished: the scenario's threads and the drains. A child task's
     /// entity has finished too if it has no job left: its task ended, or waits on a task that did.
-    var isFinished: Bool { lock.withLock { entities.allSatisfy { $0.isDone || $0.isChildTask && !canGoOn($0) } } }
+    var isFinished: Bool { lock.withLock { entities.allSatisfy { $0.isDone || hasEnded($0) } } }
+
+    /// Whether `entity` runs a child task that has no job: it ended, or waits on one that did.
+    /// Call with `lock` held.
+    private func hasEnded(_ entity: ScheduledEntity) -> Bool {
+        entity.isChildTask && !canGoOn(entity) && !(entity.executor?.hasJobs(for: entity.number) ?? false)
+    }
 
     /// Ends the threads of child tasks that wait for a job: the execution is over.
     func endChildTasks() {
@@ -195,6 +210,9 @@ extension ScheduledExecution {
         let entity = lock.withLock { () -> ScheduledEntity in
             let entity = entities[number]
             steps.append(ScheduleStep(entity: number))
+            if entity.runsActorJobs || runsOnTheMainActor(entity) {
+                steps[steps.count - 1].touch(Self.actors, exclusively: true)
+            }
             begin(entity, grant, preempting: preempting)
             running = number
             entity.pending = .running
@@ -214,6 +232,12 @@ extension ScheduledExecution {
             return false
         }
         return true
+    }
+
+    /// Whether `entity`'s step will run its task's turn on the main actor. Call with `lock` held.
+    private func runsOnTheMainActor(_ entity: ScheduledEntity) -> Bool {
+        guard case .resume = entity.pending, let executor = entity.executor else { return false }
+        return executor.nextJobIsOnTheMainActor(of: entity.number)
     }
 
     /// What granting a step does to the model, before the entity runs. Call with `lock` held.
@@ -268,7 +292,15 @@ extension ScheduledExecution {
             steps[steps.count - 1].touch(Self.task(of: entity.number), exclusively: true)
             entity.executor?.forgetSleeps(of: entity.number)
             entity.taskWaitsIn = nil
-            note(entity, "resumes its task", preempted: preempting)
+            let what =
+                if entity.runsActorJobs {
+                    "runs the actor's queue: each task in it takes its turn"
+                } else if runsOnTheMainActor(entity) {
+                    "resumes its task, on the main actor"
+                } else {
+                    "resumes its task"
+                }
+            note(entity, what, preempted: preempting)
         case .start, .running, .finished, .abandoned:
             break
         }
@@ -298,7 +330,7 @@ extension ScheduledExecution {
     private func canGoOn(_ entity: ScheduledEntity) -> Bool {
         switch entity.pending {
         case .start where entity.isFinal:
-            entities.allSatisfy { $0 === entity || $0.isDone || $0.isChildTask && !canGoOn($0) }
+            entities.allSatisfy { $0 === entity || $0.isDone || hasEnded($0) }
         case .start: true
         case .begin(let instance, let access, _):
             !access.waits || isFree(instance, exclusively: !access.shared || instance.hasPendingWork, for: entity)
@@ -306,7 +338,7 @@ extension ScheduledExecution {
             (numbers[instance.id].map { versions[$0] > since } ?? true)
                 && isFree(instance, exclusively: true, for: entity)
         case .drain(let instance): isFree(instance, exclusively: true, for: entity)
-        case .resume: entity.executor?.hasJobs(for: entity.number) ?? false
+        case .resume: entity.executor?.canRunNextJob(for: entity.number) ?? false
         case .running, .finished, .abandoned: false
         }
     }
@@ -355,7 +387,8 @@ extension ScheduledExecution {
     /// explorer: no turn or condition of an instance (a step resumes those), or one whose time
     /// limit a timer ends. A child task with no job may also have ended. Call with `lock` held.
     private func mayWaitOutside(_ entity: ScheduledEntity) -> Bool {
-        guard case .resume = entity.pending, !canGoOn(entity) else { return false }
+        guard case .resume = entity.pending, !canGoOn(entity), !(entity.executor?.hasJobs(for: entity.number) ?? false)
+        else { return false }
         return entity.taskWaitsIn?.canTimeOut ?? true
     }
 
@@ -426,9 +459,13 @@ extension ScheduledExecution {
             return "waits to \(access.name) \"\(instance.label)\", held by \(holders.joined(separator: " and "))"
         case .recheck(let instance, _, _): return "waits for its condition on \"\(instance.label)\" to hold"
         case .resume:
+            if let holder = entity.executor?.mainActorHolder(keeping: entity.number) {
+                return "waits for its turn on the main actor, where \(entities[holder].name)'s task runs"
+            }
             if let (instance, _) = entity.taskWaitsIn {
                 return "waits, suspended, for its turn or its condition on \"\(instance.label)\""
             }
+            if entity.runsActorJobs { return "waits to run an actor's jobs" }
             return entity.isChildTask
                 ? "has no job: its task ended, or waits for what nothing will do"
                 : "waits for its task to be resumed"

@@ -530,6 +530,46 @@ let classicBugs: [ClassicBug] = [
             }
         }
     },
+    ClassicBug(name: "an actor's check and act across an await", bound: 0, kind: .threw, hasSynchronousForm: false) {
+        fixed, _, threads in
+        // Two withdrawals from an actor's account. Each checks the balance, then awaits the card
+        // network's approval, then takes the money: while one awaits, the actor runs the other
+        // (actors are re-entrant), which sees the same balance. No preemption needed: both calls
+        // wait in the actor's queue before it runs either.
+        let wallet = Wallet()
+        let paid = Exclusive(0, label: "paid")
+        for _ in 0..<2 {
+            threads.spawn {
+                if await wallet.withdraw(80, fixed: fixed) { await paid.access { $0 += 80 } }
+            }
+        }
+        threads.finally {
+            let total = sync(paid) { $0 }
+            if total > 100 { throw Broken("paid \(total) out of an account of 100") }
+        }
+    },
+    ClassicBug(
+        name: "main-actor state changed across an await", bound: 0, kind: .threw, hasSynchronousForm: false
+    ) {
+        fixed, _, threads in
+        // Two taps on a like button, whose count lives on the main actor. Each tap reads the
+        // count, awaits the server, then writes the count it read plus one: both read 0 before
+        // either writes, and the second like is lost. No preemption needed: each tap's first
+        // turn on the main actor comes before either's second.
+        let button = LikeButton()
+        let server = LikeServer()
+        let shown = Exclusive([Int](), label: "shown")
+        for _ in 0..<2 {
+            threads.spawn {
+                let count = await button.tap(sendingTo: server, fixed: fixed)
+                await shown.access { $0.append(count) }
+            }
+        }
+        threads.finally {
+            let counts = sync(shown) { $0.sorted() }
+            if counts != [1, 2] { throw Broken("two taps showed \(counts)") }
+        }
+    },
     ClassicBug(
         name: "two tasks that each wait for the other first", bound: 0, kind: .deadlock, hasSynchronousForm: false
     ) {
@@ -546,6 +586,56 @@ let classicBugs: [ClassicBug] = [
         }
     },
 ]
+
+/// An account kept by an actor, with no Exclusion instance in it.
+private actor Wallet {
+    private var balance = 100
+
+    /// Takes `amount` if the balance covers it, once the card network approves: an await, in
+    /// which the actor runs other calls. Fixed, it checks the balance again after the await.
+    func withdraw(_ amount: Int, fixed: Bool) async -> Bool {
+        guard balance >= amount else { return false }
+        await approve(amount)
+        if fixed, balance < amount { return false }
+        balance -= amount
+        return true
+    }
+
+    /// Asks the card network, off the actor: a round trip, which takes a while.
+    private nonisolated func approve(_ amount: Int) async {
+        try? await Task.sleep(for: .milliseconds(30))
+    }
+}
+
+/// A like button's count, kept on the main actor, as a view model keeps what a screen shows.
+@MainActor private final class LikeButton {
+    private var likes = 0
+
+    nonisolated init() {}
+
+    /// Counts a tap, sends the count to the server, and returns it. The send is an await, in which
+    /// other code runs on the main actor: counted from what it read before, the tap writes back a
+    /// count another tap already used. Fixed, it counts before it awaits.
+    func tap(sendingTo server: LikeServer, fixed: Bool) async -> Int {
+        if fixed {
+            likes += 1
+            let count = likes
+            await server.record(count)
+            return count
+        }
+        let count = likes + 1
+        await server.record(count)
+        likes = count
+        return count
+    }
+}
+
+/// The server that keeps the counts.
+private actor LikeServer {
+    private var counts: [Int] = []
+
+    func record(_ count: Int) { counts.append(count) }
+}
 
 /// A one-time event, and the continuations of the tasks that wait for it.
 private struct Event: Sendable {

@@ -92,6 +92,20 @@ struct ExploringSchedulesArticleTests {
             "\(fixedReport)")
     }
 
+    /// The Actors section shows the re-entrant withdrawals' report as the explorer prints it.
+    @Test func theActorsSectionShowsTheWithdrawalsReport() async throws {
+        let wallet = try #require(classicBugs.first { $0.name == "an actor's check and act across an await" })
+        let report = try await explore(wallet, fixed: false, awaited: true, bound: 1)
+        let failure = try #require(report.failure, "\(report)")
+        let lines = report.description.split(separator: "\n", omittingEmptySubsequences: false)
+        // The first line says how long the search took; the rest is the same every run.
+        let shown = try articleBlocks.filter { $0.hasPrefix("1 schedule of 1 scenario explored") }
+        #expect(
+            shown.contains { $0.hasSuffix(lines.dropFirst().joined(separator: "\n") + "\n") },
+            "\(report)")
+        #expect(failure.schedule.preemptions == 0)
+    }
+
     @Test func theFixPassesEveryScheduleInTheNumberTheArticleSays() async throws {
         let report = try await explore(
             explorer, setUp: { Ledger(checksInItsOwnAccess: false) }, inputs: TransferModel.generate,

@@ -132,6 +132,80 @@ struct ScheduleReductionTests {
         return signatures
     }
 
+    /// Scenarios of two threads of two operations each, over actors, the main actor, and
+    /// instances written from tasks of their own.
+    private static func actorScenarios() -> [[[ActorWork]]] {
+        var random = SplitMix64(seed: 11)
+        return (0..<12).map { _ in
+            (0..<2).map { _ in
+                (0..<2).map { _ in
+                    let index = Int.random(in: 0..<2, using: &random)
+                    return switch Int.random(in: 0..<6, using: &random) {
+                    case 0: .write(index)
+                    case 1: .writeAcrossAnAwait(index)
+                    case 2: .mainActorWrite
+                    case 3: .mainActorWriteAroundActor(index)
+                    case 4: .instanceWrite(index)
+                    default: .unstructuredWrite(index)
+                    }
+                }
+            }
+        }
+    }
+
+    /// What every execution of `programs` over actors within `bound` did, told apart by values,
+    /// as `awaitedExecutions` tells them apart.
+    private static func actorExecutions(_ programs: [[ActorWork]], bound: Int, reducing: Bool) -> [String] {
+        var explorer = ScheduleExplorer(model: AnyHistory(), threads: programs.count, preemptionBound: bound, seed: 1)
+        explorer.outsideWaitLimit = .zero
+        let latest = Mutex<Stage?>(nil)
+        let exploration = explorer.exploration(
+            setUp: {
+                let stage = Stage()
+                latest.withLock { $0 = stage }
+                return stage
+            },
+            performAsync: { (stage: Stage, input: AnyHistory.Input) in
+                for (index, work) in programs[input.thread].enumerated() {
+                    await stage.run(work, named: "\(input.thread).\(index)")
+                }
+                return AnyHistory.Output()
+            })
+        let inputs = programs.indices.map { [AnyHistory.Input(thread: $0)] }
+        var signatures: [String] = []
+        _ = exploration.executions(inputs, bound: bound, reducing: reducing) { outcome in
+            let log = latest.withLock { $0!.log.all }
+            signatures.append("\(log.sorted()) \(outcome.failure.map { "\($0.kind)" } ?? "passed")")
+        }
+        return signatures
+    }
+
+    /// Actors, the main actor and tasks started with `Task { }` are explored: a turn in an actor
+    /// touches every actor, and a step that may put a task in an actor's queue does too.
+    @Test(arguments: [1, 2])
+    func skipsNoExecutionOfActors(bound: Int) async throws {
+        let scenarios = Self.actorScenarios()
+        let results = try await onItsOwnThread(limit: workloadPatience) {
+            scenarios.map { programs in
+                let reduced = Self.actorExecutions(programs, bound: bound, reducing: true)
+                let full = Self.actorExecutions(programs, bound: bound, reducing: false)
+                let missing = Set(full).subtracting(reduced)
+                let failed = full.filter { !$0.hasSuffix(" passed") }
+                return (
+                    programs: "\(programs)", missing: missing.sorted(), skipped: reduced.count < full.count,
+                    failed: failed, distinct: Set(full).count
+                )
+            }
+        }
+        for result in results {
+            #expect(result.missing.isEmpty, "\(result.programs): these executions never ran: \(result.missing)")
+            #expect(result.failed.isEmpty, "\(result.programs): \(result.failed)")
+        }
+        #expect(results.contains { $0.skipped }, "the reduction skipped nothing in any scenario")
+        // The actors' turns are explored: some scenarios go more than one way.
+        #expect(results.contains { $0.distinct > 1 }, "every scenario went one way only")
+    }
+
     @Test(arguments: [1, 2])
     func skipsNoExecutionOfTasks(bound: Int) async throws {
         let scenarios = Self.awaitedScenarios()
@@ -147,6 +221,117 @@ struct ScheduleReductionTests {
             #expect(result.missing.isEmpty, "\(result.programs): these executions never ran: \(result.missing)")
         }
         #expect(results.contains { $0.skipped }, "the reduction skipped nothing in any scenario")
+    }
+}
+
+/// An operation of the scenarios with actors: on one of two actors, on the main actor, or on an
+/// instance from a task of its own.
+private enum ActorWork: Sendable, CustomStringConvertible {
+    /// A write in an actor.
+    case write(Int)
+    /// A write in an actor, from what it read before it called the other actor (an await, in
+    /// which the actor runs others).
+    case writeAcrossAnAwait(Int)
+    /// A write on the main actor.
+    case mainActorWrite
+    /// A write on the main actor, from what it read before it called an actor.
+    case mainActorWriteAroundActor(Int)
+    /// An awaited write of an instance.
+    case instanceWrite(Int)
+    /// An awaited write of an instance, in a task started with `Task { }`, awaited.
+    case unstructuredWrite(Int)
+
+    var description: String {
+        switch self {
+        case .write(let actor): "write actor \(actor)"
+        case .writeAcrossAnAwait(let actor): "write actor \(actor) across an await"
+        case .mainActorWrite: "write the main actor"
+        case .mainActorWriteAroundActor(let actor): "write the main actor around actor \(actor)"
+        case .instanceWrite(let instance): "await write \(instance)"
+        case .unstructuredWrite(let instance): "await write \(instance) in a task"
+        }
+    }
+}
+
+/// Lines that operations write, in the order they write them, kept outside the explorer's sight.
+private final class Lines: Sendable {
+    private let lines = Mutex<[String]>([])
+
+    func append(_ line: String) { lines.withLock { $0.append(line) } }
+
+    var all: [String] { lines.withLock { $0 } }
+}
+
+/// An actor whose state is the names of the writes that ran in it; it logs each write.
+private actor Tally {
+    let number: Int
+    let log: Lines
+    private var writes: [String] = []
+
+    init(_ number: Int, log: Lines) {
+        self.number = number
+        self.log = log
+    }
+
+    /// Writes `name`; `across` another actor, calls it between reading and writing.
+    func write(_ name: String, across other: Tally? = nil) async {
+        let before = writes.last ?? "none"
+        if let other { _ = await other.last() }
+        log.append("actor \(number): \(name) after \(before)")
+        writes.append(name)
+    }
+
+    func last() -> String { writes.last ?? "none" }
+}
+
+/// State on the main actor, which logs each write.
+@MainActor private final class Screen {
+    let log: Lines
+    private var writes: [String] = []
+
+    nonisolated init(log: Lines) {
+        self.log = log
+    }
+
+    func write(_ name: String, around tally: Tally?) async {
+        let before = writes.last ?? "none"
+        if let tally {
+            let seen = await tally.last()
+            log.append("\(name) saw actor \(tally.number) at \(seen)")
+        }
+        log.append("main: \(name) after \(before)")
+        writes.append(name)
+    }
+}
+
+/// Two actors, the main actor's state and two instances, and a log of what every operation did.
+private final class Stage: Sendable {
+    let log = Lines()
+    let tallies: [Tally]
+    let screen: Screen
+    let instances = [Exclusive([String](), label: "0"), Exclusive([String](), label: "1")]
+
+    init() {
+        tallies = [Tally(0, log: log), Tally(1, log: log)]
+        screen = Screen(log: log)
+    }
+
+    func run(_ work: ActorWork, named name: String) async {
+        switch work {
+        case .write(let actor): await tallies[actor].write(name)
+        case .writeAcrossAnAwait(let actor): await tallies[actor].write(name, across: tallies[1 - actor])
+        case .mainActorWrite: await screen.write(name, around: nil)
+        case .mainActorWriteAroundActor(let actor): await screen.write(name, around: tallies[actor])
+        case .instanceWrite(let index): await write(index, name)
+        case .unstructuredWrite(let index): await Task { await self.write(index, name) }.value
+        }
+    }
+
+    private func write(_ index: Int, _ name: String) async {
+        await instances[index].access { writes in
+            log.append("\(index): \(name) after \(writes.last ?? "none")")
+            writes.append(name)
+        }
     }
 }
 
