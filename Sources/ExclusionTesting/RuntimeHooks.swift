@@ -62,21 +62,24 @@ enum RuntimeHooks {
     /// The tasks started on the global executor by explored threads, by id, with where they run:
     /// a job of one that comes from outside (a sleep's end, a callback) goes there too, until
     /// its execution ends.
-    private static let tasksStartedGlobally = Mutex<[UInt64: ScenarioTaskExecutor]>([:])
+    // nonisolated(unsafe): only touched with `startedGloballyLock` held. A lock ThreadSanitizer
+    // sees (`Mutex`'s futex it doesn't), as explorations in parallel tests share it.
+    nonisolated(unsafe) private static var tasksStartedGlobally: [UInt64: ScenarioTaskExecutor] = [:]
+    private static let startedGloballyLock = NSLock()
     /// Whether `tasksStartedGlobally` has any: most global jobs are asked about none.
     private static let anyStartedGlobally = Atomic<Int>(0)
 
     /// `task` was started on the global executor by a thread of the execution `tasks` runs.
     static func startedGlobally(_ task: UInt64, on tasks: ScenarioTaskExecutor) {
-        tasksStartedGlobally.withLock { $0[task] = tasks }
+        startedGloballyLock.withLock { tasksStartedGlobally[task] = tasks }
         anyStartedGlobally.add(1, ordering: .relaxed)
     }
 
     /// The execution `tasks` runs is over: its tasks' jobs are no longer its.
     static func forget(tasksOf tasks: ScenarioTaskExecutor) {
-        let forgotten = tasksStartedGlobally.withLock { started in
-            let theirs = started.filter { $0.value === tasks }
-            for task in theirs.keys { started[task] = nil }
+        let forgotten = startedGloballyLock.withLock {
+            let theirs = tasksStartedGlobally.filter { $0.value === tasks }
+            for task in theirs.keys { tasksStartedGlobally[task] = nil }
             return theirs
         }
         // Released here, out of the lock: the last reference's `deinit` may enqueue.
@@ -88,7 +91,7 @@ enum RuntimeHooks {
         guard anyStartedGlobally.load(ordering: .relaxed) > 0, let task = ScenarioTaskExecutor.taskID(of: job) else {
             return nil
         }
-        return tasksStartedGlobally.withLock { $0[task] }
+        return startedGloballyLock.withLock { tasksStartedGlobally[task] }
     }
 }
 

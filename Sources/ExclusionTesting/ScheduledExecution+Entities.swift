@@ -63,12 +63,15 @@ extension ScheduledExecution {
     func suspend(_ entity: ScheduledEntity, starting: Bool = false) -> ScheduledEntity.Grant {
         let held = ScheduleSeam.instancesHeldByCurrentThread()
         let hasJob = entity.executor?.hasJobs(for: entity.number) ?? false
+        let toTheMainActor = entity.executor?.nextJobIsOnTheMainActor(of: entity.number) ?? false
         lock.withLock {
             noteHeld(entity, held)
             if starting {
                 note(entity, "starts its task")
+            } else if toTheMainActor {
+                note(entity, "its task hops to the main actor: its turn there is a step of its own")
             } else if hasJob {
-                note(entity, "its task hops to the main actor, and waits for its turn there")
+                note(entity, "its task leaves the main actor")
             } else {
                 note(entity, entity.isChildTask ? "its task suspends, or ends" : "suspends its task")
                 // With no wait in an instance's line to explain it, it may have joined an actor's queue.
