@@ -130,14 +130,7 @@ extension ScheduledExecution {
             note(scheduler, "\(who) an idle actor's queue: \(jobs.name) will run it")
             return jobs
         }
-        let thread = Thread { [self] in
-            ScheduleSeam.controlCurrentThread(with: EntityController(execution: self, entity: jobs))
-            if awaitGrant(jobs) != .end { _ = jobs.executor!.runNextJob(for: jobs.number) }
-            finish(jobs)
-            ScheduleSeam.releaseCurrentThread()
-        }
-        thread.name = "schedule explorer: \(jobs.name)"
-        thread.start()
+        jobs.start(in: self) { _ = jobs.executor!.runNextJob(for: jobs.number) }
         return jobs.number
     }
 

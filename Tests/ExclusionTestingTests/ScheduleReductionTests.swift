@@ -104,29 +104,31 @@ struct ScheduleReductionTests {
     }
 
     /// What every execution of `programs` within `bound` did, told apart by values alone: the
-    /// order in which each instance's writes ran and what every read saw, as the operations
-    /// logged them (not as the explorer's steps say), and how the execution ended.
-    private static func awaitedExecutions(_ programs: [[Work]], bound: Int, reducing: Bool) -> [String] {
+    /// order in which each instance's (or actor's) writes ran and what every read saw, as the
+    /// operations logged them (not as the explorer's steps say), and how the execution ended.
+    private static func executions<Scene: LoggingScene>(
+        of _: Scene.Type, _ programs: [[Scene.Operation]], bound: Int, reducing: Bool
+    ) -> [String] {
         var explorer = ScheduleExplorer(model: AnyHistory(), threads: programs.count, preemptionBound: bound, seed: 1)
         // Nothing outside the explorer resumes these tasks: a deadlock needn't wait for it.
         explorer.outsideWaitLimit = .zero
-        let latest = Mutex<World?>(nil)
+        let latest = Mutex<Scene?>(nil)
         let exploration = explorer.exploration(
             setUp: {
-                let world = World()
-                latest.withLock { $0 = world }
-                return world
+                let scene = Scene()
+                latest.withLock { $0 = scene }
+                return scene
             },
-            performAsync: { (world: World, input: AnyHistory.Input) in
+            performAsync: { (scene: Scene, input: AnyHistory.Input) in
                 for (index, work) in programs[input.thread].enumerated() {
-                    await world.run(work, named: "\(input.thread).\(index)")
+                    await scene.run(work, named: "\(input.thread).\(index)")
                 }
                 return AnyHistory.Output()
             })
         let inputs = programs.indices.map { [AnyHistory.Input(thread: $0)] }
         var signatures: [String] = []
         _ = exploration.executions(inputs, bound: bound, reducing: reducing) { outcome in
-            let log = latest.withLock { $0!.log.withLock { $0 } }
+            let log = latest.withLock { $0!.log.all }
             signatures.append("\(log.sorted()) \(outcome.failure.map { "\($0.kind)" } ?? "passed")")
         }
         return signatures
@@ -162,33 +164,6 @@ struct ScheduleReductionTests {
         return scenarios
     }
 
-    /// What every execution of `programs` over actors within `bound` did, told apart by values,
-    /// as `awaitedExecutions` tells them apart.
-    private static func actorExecutions(_ programs: [[ActorWork]], bound: Int, reducing: Bool) -> [String] {
-        var explorer = ScheduleExplorer(model: AnyHistory(), threads: programs.count, preemptionBound: bound, seed: 1)
-        explorer.outsideWaitLimit = .zero
-        let latest = Mutex<Stage?>(nil)
-        let exploration = explorer.exploration(
-            setUp: {
-                let stage = Stage()
-                latest.withLock { $0 = stage }
-                return stage
-            },
-            performAsync: { (stage: Stage, input: AnyHistory.Input) in
-                for (index, work) in programs[input.thread].enumerated() {
-                    await stage.run(work, named: "\(input.thread).\(index)")
-                }
-                return AnyHistory.Output()
-            })
-        let inputs = programs.indices.map { [AnyHistory.Input(thread: $0)] }
-        var signatures: [String] = []
-        _ = exploration.executions(inputs, bound: bound, reducing: reducing) { outcome in
-            let log = latest.withLock { $0!.log.all }
-            signatures.append("\(log.sorted()) \(outcome.failure.map { "\($0.kind)" } ?? "passed")")
-        }
-        return signatures
-    }
-
     /// Actors, the main actor and tasks started with `Task { }` are explored: a turn in an actor
     /// touches every actor, and a step that may put a task in an actor's queue does too.
     @Test(arguments: [1, 2])
@@ -196,8 +171,8 @@ struct ScheduleReductionTests {
         let scenarios = Self.actorScenarios()
         let results = try await onItsOwnThread(limit: workloadPatience) {
             scenarios.map { programs in
-                let reduced = Self.actorExecutions(programs, bound: bound, reducing: true)
-                let full = Self.actorExecutions(programs, bound: bound, reducing: false)
+                let reduced = Self.executions(of: Stage.self, programs, bound: bound, reducing: true)
+                let full = Self.executions(of: Stage.self, programs, bound: bound, reducing: false)
                 let missing = Set(full).subtracting(reduced)
                 let failed = full.filter { !$0.hasSuffix(" passed") }
                 return (
@@ -220,8 +195,8 @@ struct ScheduleReductionTests {
         let scenarios = Self.awaitedScenarios()
         let results = try await onItsOwnThread(limit: workloadPatience) {
             scenarios.map { programs in
-                let reduced = Self.awaitedExecutions(programs, bound: bound, reducing: true)
-                let full = Self.awaitedExecutions(programs, bound: bound, reducing: false)
+                let reduced = Self.executions(of: World.self, programs, bound: bound, reducing: true)
+                let full = Self.executions(of: World.self, programs, bound: bound, reducing: false)
                 let missing = Set(full).subtracting(reduced)
                 return (programs: "\(programs)", missing: missing.sorted(), skipped: reduced.count < full.count)
             }
@@ -260,6 +235,15 @@ private enum ActorWork: Sendable, CustomStringConvertible {
         case .unstructuredWrite(let instance): "await write \(instance) in a task"
         }
     }
+}
+
+/// What the reduction's scenarios with tasks run on: made afresh for each execution, it runs each
+/// operation and logs what it did, outside the explorer's sight.
+private protocol LoggingScene: Sendable {
+    associatedtype Operation: Sendable
+    init()
+    var log: Lines { get }
+    func run(_ work: Operation, named name: String) async
 }
 
 /// Lines that operations write, in the order they write them, kept outside the explorer's sight.
@@ -314,7 +298,7 @@ private actor Tally {
 }
 
 /// Two actors, the main actor's state and two instances, and a log of what every operation did.
-private final class Stage: Sendable {
+private final class Stage: LoggingScene {
     let log = Lines()
     let tallies: [Tally]
     let screen: Screen
@@ -373,9 +357,9 @@ private enum Work: Sendable, CustomStringConvertible {
 /// Two instances whose states are the names of the writes that ran on them, and a log of what
 /// every operation did, kept outside the explorer's sight: each line is written while the
 /// instance is held, so each instance's lines come in the order its writes ran.
-private final class World: Sendable {
+private final class World: LoggingScene {
     let instances = [ReadersWriter([String](), label: "0"), ReadersWriter([String](), label: "1")]
-    let log = Mutex<[String]>([])
+    let log = Lines()
 
     func run(_ work: Work, named name: String) async {
         switch work {
@@ -408,11 +392,11 @@ private final class World: Sendable {
     }
 
     private func saw(_ writes: [String], _ index: Int, _ name: String) {
-        log.withLock { $0.append("\(name) read \(index), saw \(writes.last ?? "none")") }
+        log.append("\(name) read \(index), saw \(writes.last ?? "none")")
     }
 
     private func wrote(_ writes: inout [String], _ index: Int, _ name: String) {
-        log.withLock { $0.append("\(index): \(name) after \(writes.last ?? "none")") }
+        log.append("\(index): \(name) after \(writes.last ?? "none")")
         writes.append(name)
     }
 }
