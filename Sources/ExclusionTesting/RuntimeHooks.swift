@@ -78,12 +78,11 @@ enum RuntimeHooks {
     /// The execution `tasks` runs is over: its tasks' jobs are no longer its.
     static func forget(tasksOf tasks: ScenarioTaskExecutor) {
         let forgotten = startedGloballyLock.withLock {
-            let theirs = tasksStartedGlobally.filter { $0.value === tasks }
-            for task in theirs.keys { tasksStartedGlobally[task] = nil }
-            return theirs
+            let before = tasksStartedGlobally.count
+            tasksStartedGlobally = tasksStartedGlobally.filter { $0.value !== tasks }
+            return before - tasksStartedGlobally.count
         }
-        // Released here, out of the lock: the last reference's `deinit` may enqueue.
-        if !forgotten.isEmpty { anyStartedGlobally.subtract(forgotten.count, ordering: .relaxed) }
+        if forgotten > 0 { anyStartedGlobally.subtract(forgotten, ordering: .relaxed) }
     }
 
     /// Where a global job from outside the explorer runs, if it is a task the explorer runs.

@@ -1,5 +1,6 @@
 /// The main actor, as the threads of an execution see it: a serial executor whose jobs the
-/// explorer runs, each on the entity of its task, one turn at a time in the order they came.
+/// explorer runs, each on the entity of its task, one turn at a time, in the order the schedule
+/// grants them.
 ///
 /// Swift finds the main actor's executor by asking the runtime for the main executor, which asks
 /// a hook first if one is set: on a thread the explorer runs, the hook answers with the

@@ -125,7 +125,7 @@ final class ScenarioTaskExecutor: TaskExecutor {
             return owner
         }
         if fromInside {
-            execution.noteEnabled(owner, onMainActor: onMainActor)
+            execution.noteEnabled(owner)
         } else {
             arrived.signal()
         }

@@ -74,8 +74,9 @@ extension ScheduledExecution {
                 note(entity, "its task leaves the main actor")
             } else {
                 note(entity, entity.isChildTask ? "its task suspends, or ends" : "suspends its task")
-                // With no wait in an instance's line to explain it, it may have joined an actor's queue.
-                if actorJobsSeen, entity.taskWaitsIn == nil {
+                // With no wait in an instance's line to explain it, it may have joined an actor's
+                // queue, if an actor has been scheduled: a queue it joins then wasn't idle.
+                if entity.taskWaitsIn == nil, entities.contains(where: \.runsActorJobs) {
                     steps[steps.count - 1].touch(Self.actors, exclusively: true)
                 }
             }
@@ -124,7 +125,6 @@ extension ScheduledExecution {
                 number: entities.count, name: "actor jobs \(entities.count)", executor: scheduler.executor,
                 actorJobs: true)
             entities.append(jobs)
-            actorJobsSeen = true
             steps[steps.count - 1].touch(Self.actors, exclusively: true)
             let who = scheduler.runsActorJobs ? "a task in it hops to" : "its task joins"
             note(scheduler, "\(who) an idle actor's queue: \(jobs.name) will run it")
@@ -138,11 +138,11 @@ extension ScheduledExecution {
     var runningEntity: Int { lock.withLock { running } }
 
     /// The running step gave `owner`'s task a job: the step that runs it comes after this one.
-    func noteEnabled(_ owner: Int, onMainActor: Bool = false) {
+    func noteEnabled(_ owner: Int) {
         lock.withLock {
             steps[steps.count - 1].touch(Self.task(of: owner), exclusively: true)
             let runner = entities[running]
-            if runner.runsActorJobs, owner != running, !onMainActor {
+            if runner.runsActorJobs, owner != running {
                 note(runner, "\(entities[owner].name)'s task leaves the actor")
             }
         }

@@ -45,9 +45,6 @@ final class ScheduledExecution: @unchecked Sendable {
     var usedUnseen = false
     /// Whether a task was resumed from outside the explorer; the report says so.
     var resumedFromOutside = false
-    /// Whether an actor was scheduled with a job: from then on, a task that suspends with no job
-    /// may have joined an actor's queue.
-    var actorJobsSeen = false
     /// The entity running now, or that ran last.
     var running = 0
     /// The tries that yielded in a row (gave up, or polled again), with no step of any other kind
@@ -226,7 +223,8 @@ extension ScheduledExecution {
             lock.withLock {
                 failure = .stuck(
                     "\(entity.name) didn't reach its next switch point within \(stepLimit): it waits for something "
-                        + "Exclusion doesn't see (a semaphore, a sleep, an actor), or for an instance that a thread "
+                        + "Exclusion doesn't see (a semaphore, a thread's sleep, another library's lock), or for an "
+                        + "instance that a thread "
                         + "the explorer doesn't run holds")
             }
             return false
