@@ -244,7 +244,7 @@ PLANTS = {
     ),
     "outside-deadlock-at-once": (
         "a task that waits for a sleep or a callback is taken for deadlocked as soon as no explored thread can go on",
-        "Sources/ExclusionTesting/ScheduleExploration+Execution.swift",
+        "Sources/ExclusionTesting/ScheduleDriver.swift",
         "                if execution.awaitArrival() { continue }\n",
         "",
         ["OutsideTheExplorerTests"],
@@ -252,7 +252,7 @@ PLANTS = {
     "outside-job-runs-at-once": (
         "a job from outside the explorer is queued when it comes, at a moment that differs from run to run",
         "Sources/ExclusionTesting/ScenarioTaskExecutor.swift",
-        "        (ScheduleSeam.currentController as? EntityController)?.execution === execution\n",
+        "        EntityController.current?.execution === execution\n",
         "        true\n",
         # One test: with this plant every test here waits out its 10-s limit for what came already.
         ["aCallbackThatResumesATaskIsPartOfItsSchedule"],
@@ -368,6 +368,27 @@ PLANTS = {
         'runtimeVariable("swift_task_enqueueGlobal_hook")',
         'runtimeVariable("swift_task_enqueueGlobal_hook_planted")',
         ["ActorsTests"],
+    ),
+    "decider-counted-inside": (
+        "a thread that makes the next decision counts as running its entity: a sleep it ends comes back as that entity's new task",
+        "Sources/ExclusionTesting/ScheduledEntity.swift",
+        "            !controller.execution.isDeciding.load(ordering: .relaxed)\n",
+        "            true\n",
+        ["OutsideTheExplorerTests"],
+    ),
+    "self-granted-step-never-stuck": (
+        "the coordinator sees a step outrun its limit only while the threads start: a step a thread grants itself runs on unwatched",
+        "Sources/ExclusionTesting/ScheduleDriver.swift",
+        "                guard !woke, execution.outranStepLimit(since: deadline) else { return false }\n",
+        "                guard !woke, decisions.isEmpty, execution.outranStepLimit(since: deadline) else { return false }\n",
+        ["ScheduleExplorerSynchronizationTests"],
+    ),
+    "entity-threads-not-kept": (
+        "a thread whose entity finished ends: every entity of every schedule gets a new thread",
+        "Sources/ExclusionTesting/EntityThreads.swift",
+        "                guard idle.count < mostIdle else { return false }\n",
+        "                guard idle.count < 0 else { return false }\n",
+        ["EntityThreadsTests"],
     ),
     "runtime-measures-global-queue": (
         "the tests' measure of the pool's time beats on dispatch's global queue, which runs while the pool is held",

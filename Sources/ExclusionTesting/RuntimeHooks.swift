@@ -105,7 +105,7 @@ typealias EnqueueGlobalHook = @convention(thin) (UnownedJob, EnqueueGlobalOrigin
 
 /// The main executor, as the calling thread should see it.
 private func mainExecutor(_ original: MainExecutorOriginal) -> UnownedSerialExecutor {
-    if let controller = ScheduleSeam.currentController as? EntityController, let tasks = controller.entity.executor {
+    if let controller = EntityController.current, let tasks = controller.entity.executor {
         return tasks.mainActor.asUnownedSerialExecutor()
     }
     return RuntimeHooks.mainExecutorHookBefore.map { $0(original) } ?? original()
@@ -114,7 +114,7 @@ private func mainExecutor(_ original: MainExecutorOriginal) -> UnownedSerialExec
 /// Enqueues a global job: on the execution of the thread the explorer runs that enqueues it, or
 /// of the task it belongs to; anywhere else, as the runtime would.
 private func enqueueGlobal(_ job: UnownedJob, _ original: EnqueueGlobalOriginal) {
-    if let controller = ScheduleSeam.currentController as? EntityController, let tasks = controller.entity.executor {
+    if let controller = EntityController.current, let tasks = controller.entity.executor {
         tasks.enqueueGlobal(job)
     } else if let tasks = RuntimeHooks.explorer(of: job) {
         tasks.enqueueGlobal(job)

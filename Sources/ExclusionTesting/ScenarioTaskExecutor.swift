@@ -143,7 +143,7 @@ final class ScenarioTaskExecutor: TaskExecutor {
 
     /// Whether the calling thread is one of the execution's.
     private var isCalledFromInside: Bool {
-        (ScheduleSeam.currentController as? EntityController)?.execution === execution
+        EntityController.current?.execution === execution
     }
 
     /// What a job enqueued by a step, of no entity yet, starts.

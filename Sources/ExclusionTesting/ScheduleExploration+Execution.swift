@@ -66,10 +66,10 @@ extension ScheduleExploration {
             let operation = self.operation
             threads[thread].start(in: execution) {
                 for input in program {
-                    let call = recordsHistory ? execution.noteCall(threads[thread], "\(input)") : 0
+                    let call = recordsHistory ? execution.noteCall(threads[thread], input) : 0
                     switch Self.apply(operation, object, input, on: threads[thread], execution) {
                     case .success(let output) where recordsHistory:
-                        let returned = execution.noteReturn(threads[thread], "\(output)")
+                        let returned = execution.noteReturn(threads[thread], output)
                         let done = HistoryOperation(
                             thread: thread, input: input, output: output, call: call, return: returned)
                         history.withLock { $0.append(done) }
@@ -87,11 +87,12 @@ extension ScheduleExploration {
             }
         }
         var outcome = Outcome()
-        // The threads' starts, in order: each runs up to its first switch point.
-        for thread in programs.indices where execution.stopped == nil {
-            guard execution.grant(thread, .proceed, preempting: false) else { break }
-        }
-        outcome.decisions = step(execution, &chooser)
+        // Each step is granted on the thread that ends the one before: see `ScheduleDriver`.
+        let driver = ScheduleDriver(execution, chooser, starting: programs.indices)
+        execution.lock.withLock { execution.driver = driver }
+        driver.run()
+        execution.lock.withLock { execution.driver = nil }  // Each holds the other.
+        (outcome.decisions, chooser) = driver.results
         execution.endChildTasks()
         if let executor { RuntimeHooks.forget(tasksOf: executor) }
         execution.noteTrap()
@@ -107,48 +108,6 @@ extension ScheduleExploration {
             }
         }
         return outcome
-    }
-
-    /// The most switch points an execution may reach: threads that take turns for ever would
-    /// otherwise never end one. (Threads that only spin on tries are caught much sooner, as a
-    /// livelock: `ScheduledExecution.livelockTries`.)
-    static var longestExecution: Int { 10_000 }
-
-    /// Grants steps until every entity finished or the execution stopped; returns its switch points.
-    private func step(_ execution: ScheduledExecution, _ chooser: inout some ScheduleChooser) -> [Decision] {
-        var decisions: [Decision] = []
-        var current: Int?
-        var preemptions = 0
-        while execution.stopped == nil, !execution.isFinished {
-            guard decisions.count < Self.longestExecution else {
-                execution.endLivelock(after: decisions.count)
-                break
-            }
-            let choices = execution.choices()
-            guard !choices.isEmpty else {
-                if execution.awaitArrival() { continue }
-                execution.deadlock()
-                break
-            }
-            let enabled = choices.map(\.entity)
-            let yielded = current.map(execution.hasYielded) ?? false
-            guard let chosen = chooser.choose(at: decisions.count, enabled: enabled, current: current, yielded: yielded)
-            else {
-                execution.mismatch(at: decisions.count, enabled: enabled)
-                break
-            }
-            let decision = Decision(
-                enabled: enabled, current: current, yielded: yielded, chosen: chosen, preemptionsBefore: preemptions,
-                key: execution.key(current: current), stepsBefore: execution.stepCount)
-            let preempting = decision.preempts(for: chosen)
-            decisions.append(decision)
-            if preempting { preemptions += 1 }
-            let grant = choices.first { $0.entity == chosen }!.grant
-            guard execution.grant(chosen, grant, preempting: preempting) else { break }
-            current = chosen
-            if execution.isLivelocked { break }
-        }
-        return decisions
     }
 
     /// What the execution's end says: a failure it stopped at, a throw, or the history's verdict.

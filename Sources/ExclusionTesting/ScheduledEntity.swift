@@ -102,15 +102,13 @@ final class ScheduledEntity: @unchecked Sendable {
     /// Starts the entity's thread: handed to the explorer, it waits for its first step, runs
     /// `body`, and says it finished.
     func start(in execution: ScheduledExecution, _ body: @escaping @Sendable () -> Void) {
-        let thread = Thread {
+        EntityThreads.shared.run(named: "schedule explorer: \(name)") {
             ScheduleSeam.controlCurrentThread(with: EntityController(execution: execution, entity: self))
             _ = execution.awaitGrant(self)
             body()
             execution.finish(self)
             ScheduleSeam.releaseCurrentThread()
         }
-        thread.name = "schedule explorer: \(name)"
-        thread.start()
     }
 }
 
@@ -123,6 +121,17 @@ final class EntityController: ScheduleController {
     init(execution: ScheduledExecution, entity: ScheduledEntity) {
         self.execution = execution
         self.entity = entity
+    }
+
+    /// The controller of the calling thread, if it is an entity's thread running the entity's
+    /// code; nil on any other thread, and on an entity's thread while it makes the execution's next
+    /// decision, which it does as the coordinator would (a sleep it ends there, say, comes back
+    /// from outside, the way it does on the coordinator).
+    static var current: EntityController? {
+        guard let controller = ScheduleSeam.currentController as? EntityController,
+            !controller.execution.isDeciding.load(ordering: .relaxed)
+        else { return nil }
+        return controller
     }
 
     func willAcquire(_ instance: ScheduledInstance, _ access: ScheduledAccess, site: String) -> Bool {

@@ -5,10 +5,10 @@ import Foundation
 // MARK: - What the running entity tells the execution, on its own thread
 
 extension ScheduledExecution {
-    /// Waits until the coordinator grants `entity` a step, and returns how it goes on.
+    /// Waits until `entity` is granted a step, and returns how it goes on.
     ///
     /// An entity may stand at a switch point as long as the others run, so the wait has no limit
-    /// of its own (the coordinator's steps have). An abandoned entity (stopped at a failure) stays
+    /// of its own (the steps have). An abandoned entity (stopped at a failure) stays
     /// here for good: it can't go on without stopping the process, and nothing waits for it.
     func awaitGrant(_ entity: ScheduledEntity) -> ScheduledEntity.Grant {
         entity.wake.wait()
@@ -37,8 +37,7 @@ extension ScheduledExecution {
             return nil
         }
         if let misuse { abandon(entity, misuse) }
-        coordinator.signal()
-        return awaitGrant(entity) == .timeOut
+        return stepEnded(entity) == .timeOut
     }
 
     /// `entity`'s condition on `instance` was false and it let go: it stands until another step
@@ -52,8 +51,7 @@ extension ScheduledExecution {
             note(entity, "finds its condition on \"\(instance.label)\" false: waits")
             entity.pending = .recheck(instance, since: versions[number], canTimeOut: canTimeOut)
         }
-        coordinator.signal()
-        return awaitGrant(entity) == .timeOut
+        return stepEnded(entity) == .timeOut
     }
 
     /// `entity`'s task is suspended (or, for a child task, suspended or ended), or waits for its
@@ -82,8 +80,7 @@ extension ScheduledExecution {
             }
             entity.pending = .resume
         }
-        coordinator.signal()
-        return awaitGrant(entity)
+        return stepEnded(entity)
     }
 
     /// An operation's task, on the entity running, started a child task on the scenario's
@@ -99,7 +96,7 @@ extension ScheduledExecution {
             note(parent, "starts \(unstructured ? "a task" : "a child task"): \(child.name)")
             return child
         }
-        let thread = Thread { [self] in
+        EntityThreads.shared.run(named: "schedule explorer: \(child.name)") { [self] in
             ScheduleSeam.controlCurrentThread(with: EntityController(execution: self, entity: child))
             var grant = awaitGrant(child)
             while grant != .end {
@@ -109,8 +106,6 @@ extension ScheduledExecution {
             }
             ScheduleSeam.releaseCurrentThread()
         }
-        thread.name = "schedule explorer: \(child.name)"
-        thread.start()
         return child.number
     }
 
@@ -173,22 +168,24 @@ extension ScheduledExecution {
     }
 
     /// A scenario thread calls an operation; returns the call's time on the history's clock.
-    func noteCall(_ entity: ScheduledEntity, _ operation: String) -> UInt64 {
-        noteHistory(entity, "calls \(operation)") { $0.calls = true }
+    func noteCall(_ entity: ScheduledEntity, _ operation: some Sendable) -> UInt64 {
+        noteHistory(entity, "calls ", operation) { $0.calls = true }
     }
 
     /// The operation returned `output`; returns the return's time on the history's clock.
-    func noteReturn(_ entity: ScheduledEntity, _ output: String) -> UInt64 {
-        noteHistory(entity, "returns \(output)") { $0.returns = true }
+    func noteReturn(_ entity: ScheduledEntity, _ output: some Sendable) -> UInt64 {
+        noteHistory(entity, "returns ", output) { $0.returns = true }
     }
 
     /// Notes a call or a return in the current step (`mark`) and the table; returns its time.
-    private func noteHistory(_ entity: ScheduledEntity, _ event: String, mark: (inout ScheduleStep) -> Void) -> UInt64 {
+    private func noteHistory(
+        _ entity: ScheduledEntity, _ event: String, _ value: any Sendable, mark: (inout ScheduleStep) -> Void
+    ) -> UInt64 {
         let held = ScheduleSeam.instancesHeldByCurrentThread()
         return lock.withLock {
             noteHeld(entity, held)
             mark(&steps[steps.count - 1])
-            note(entity, event)
+            note(entity, event, describing: value)
             clock += 1
             return clock
         }
@@ -212,7 +209,7 @@ extension ScheduledExecution {
             noteHeld(entity, held)
             entity.pending = .finished
         }
-        coordinator.signal()
+        _ = stepEnded(entity, standing: false)
     }
 
     /// `entity`'s thread trapped: called from the signal handler, on that thread, which stands in
@@ -262,7 +259,7 @@ extension ScheduledExecution {
             if self.failure == nil { self.failure = failure }
             entity.pending = .abandoned
         }
-        coordinator.signal()
+        _ = stepEnded(entity)
         while true { _ = awaitGrant(entity) }
     }
 

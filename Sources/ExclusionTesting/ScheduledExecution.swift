@@ -7,16 +7,18 @@ import Synchronization
 /// submitted work), what each waits to do, and the handshake that lets exactly one of them run at
 /// a time.
 ///
-/// The coordinator (the explorer's own thread) grants a step to one entity whose next step can go
-/// on, and waits, for at most `stepLimit`, until that entity stands at its next switch point or
-/// finishes. The explorer models who holds which instance from what each entity's thread record
-/// says at its switch points, and lets an entity take an instance only when the lock is free for
-/// it, so no entity ever waits inside Exclusion: an entity that would is simply not enabled.
+/// An entity runs one step, up to its next switch point, and there makes the next decision
+/// (`ScheduleDriver`): it runs on, or grants the step to another entity, wakes it and waits. The
+/// coordinator (the explorer's own thread) grants the first step, and watches until the
+/// execution ends, a thread traps, or a step outruns `stepLimit`. The explorer models who holds
+/// which instance from what each entity's thread record says at its switch points, and lets an
+/// entity take an instance only when the lock is free for it, so no entity ever waits inside
+/// Exclusion: an entity that would is simply not enabled.
 final class ScheduledExecution: @unchecked Sendable {
     // @unchecked: every var is only touched while `lock` is held: by the coordinator, or by the
     // one entity that runs (all others wait on their semaphores).
     let lock = NSLock()
-    /// Signalled by the running entity when it stops: at a switch point, finished, or abandoned.
+    /// Signalled when the execution is over, or a thread traps.
     let coordinator = DispatchSemaphore(value: 0)
     let stepLimit: Duration
     /// How long to wait, once nothing can go on, for a job from outside.
@@ -55,6 +57,13 @@ final class ScheduledExecution: @unchecked Sendable {
     /// The key of the first `keyedSteps` steps.
     var lastKey = TraceKey.empty
     var keyedSteps = 0
+    /// When the step running now was granted.
+    var grantedAt = DispatchTime.now()
+    /// What makes the decisions once the threads have started, on the thread at the switch point.
+    var driver: (any SwitchPointDriver)?
+    /// Whether an entity's thread is making the next decision: only the thread that reads it sets
+    /// it, and only that thread may run then.
+    let isDeciding = Atomic(false)
 
     // What a thread that traps leaves, without a lock (see `trapped`).
     /// The trap: `(entity + 1) << 8 | signal`, or 0.
@@ -88,12 +97,15 @@ final class ScheduledExecution: @unchecked Sendable {
     }
 
     /// Adds an event to the running step. Call with `lock` held.
-    func note(_ entity: ScheduledEntity, _ text: String, preempted: Bool = false) {
-        events.append(ScheduleEvent(step: steps.count, entity: entity.number, text: text, preempted: preempted))
+    func note(
+        _ entity: ScheduledEntity, _ text: String, preempted: Bool = false, describing value: (any Sendable)? = nil
+    ) {
+        events.append(
+            ScheduleEvent(step: steps.count, entity: entity.number, said: text, value: value, preempted: preempted))
     }
 }
 
-// MARK: - The coordinator
+// MARK: - What a decision looks at
 
 extension ScheduledExecution {
     /// The entities whose next step can go on now, and how: those that may proceed, and those
@@ -202,9 +214,11 @@ extension ScheduledExecution {
         }
     }
 
-    /// Runs one step of `number` and waits until it stops; false if it didn't within `stepLimit`.
-    func grant(_ number: Int, _ grant: ScheduledEntity.Grant, preempting: Bool) -> Bool {
-        let entity = lock.withLock { () -> ScheduledEntity in
+    /// Records a step of `number` and sets it going as `grant` says, without waking its thread;
+    /// nil if the execution stopped meanwhile (a step outran the step limit).
+    func prepareGrant(_ number: Int, _ grant: ScheduledEntity.Grant, preempting: Bool) -> ScheduledEntity? {
+        let entity = lock.withLock { () -> ScheduledEntity? in
+            guard failure == nil else { return nil }
             let entity = entities[number]
             steps.append(ScheduleStep(entity: number))
             if entity.runsActorJobs || runsOnTheMainActor(entity) {
@@ -214,22 +228,49 @@ extension ScheduledExecution {
             running = number
             entity.pending = .running
             entity.grant = grant
+            grantedAt = .now()
             return entity
         }
         messagesBeforeStep.store(TrapContainment.currentFatalErrorMessages, ordering: .relaxed)
-        entity.wake.signal()
-        defer { takeTrapIn() }
-        guard coordinator.wait(timeout: .now() + .nanoseconds(nanoseconds(stepLimit))) == .success else {
-            lock.withLock {
-                failure = .stuck(
-                    "\(entity.name) didn't reach its next switch point within \(stepLimit): it waits for something "
-                        + "Exclusion doesn't see (a semaphore, a thread's sleep, another library's lock), or for an "
-                        + "instance that a thread "
-                        + "the explorer doesn't run holds")
-            }
-            return false
+        return entity
+    }
+
+    /// When the step running now outruns the step limit.
+    var stepDeadline: DispatchTime { lock.withLock { grantedAt + .nanoseconds(nanoseconds(stepLimit)) } }
+
+    /// Ends the execution as stuck if the step granted last is still running, and was granted
+    /// before `deadline` less the step limit: it ran for longer than the limit. On the coordinator.
+    func outranStepLimit(since deadline: DispatchTime) -> Bool {
+        lock.withLock {
+            guard failure == nil else { return true }
+            guard grantedAt + .nanoseconds(nanoseconds(stepLimit)) <= deadline,
+                case .running = entities[running].pending
+            else { return false }
+            failure = .stuck(Self.outranStepLimit(entities[running].name, stepLimit))
+            return true
         }
-        return true
+    }
+
+    private static func outranStepLimit(_ name: String, _ stepLimit: Duration) -> String {
+        "\(name) didn't reach its next switch point within \(stepLimit): it waits for something "
+            + "Exclusion doesn't see (a semaphore, a thread's sleep, another library's lock), or for an "
+            + "instance that a thread the explorer doesn't run holds"
+    }
+
+    /// `entity`'s step is over: it stands at a switch point, or (not `standing`) has finished.
+    /// Makes the next decision on this thread, and runs on if it grants `entity` the next step;
+    /// otherwise wakes the entity granted it, or the coordinator if the execution is over, and
+    /// waits. Returns how `entity` goes on once granted a step again.
+    func stepEnded(_ entity: ScheduledEntity, standing: Bool = true) -> ScheduledEntity.Grant {
+        isDeciding.store(true, ordering: .relaxed)
+        let next = lock.withLock { driver }?.next()
+        isDeciding.store(false, ordering: .relaxed)
+        switch next {
+        case let next? where next === entity: return lock.withLock { entity.grant }
+        case let next?: next.wake.signal()
+        case nil: coordinator.signal()
+        }
+        return standing ? awaitGrant(entity) : .end
     }
 
     /// Whether `entity`'s step will run its task's turn on the main actor. Call with `lock` held.
@@ -491,9 +532,15 @@ struct ScheduleEvent: Sendable {
     /// The step it happened in: steps are numbered from 1, the threads' starts included.
     let step: Int
     let entity: Int
-    let text: String
+    /// What it says, or the start of it, if it ends with `value`.
+    let said: String
+    /// An operation's input or output: described only if the table is shown (a failure's), as
+    /// describing costs more than the step that did it.
+    let value: (any Sendable)?
     /// Whether the step began by stopping a thread that could have gone on.
     let preempted: Bool
+
+    var text: String { value.map { said + String(describing: $0) } ?? said }
 }
 
 /// `duration` in whole nanoseconds, saturating.

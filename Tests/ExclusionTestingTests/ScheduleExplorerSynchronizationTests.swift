@@ -147,6 +147,25 @@ struct ScheduleExplorerSynchronizationTests {
             })
         #expect(report.failure?.kind == .stuck, "\(report)")
     }
+
+    @Test func aStepThatTheThreadGrantsItselfIsStuckAllTheSame() async throws {
+        // The step after the first access: the thread decides, at its switch point, to run on,
+        // and no other thread is woken. The coordinator alone can see it outrun its limit.
+        var explorer = ScheduleExplorer(model: IncrementModel(), threads: 1, operationsPerThread: 2...2, seed: 3)
+        explorer.stepTimeLimit = .milliseconds(100)
+        let report = try await explore(
+            explorer, setUp: { Exclusive(0, label: "count") }, inputs: { _ in .increment },
+            perform: { count, _ in
+                let counted = count.access { count in
+                    count += 1
+                    return count
+                }
+                if counted == 1 { _ = DispatchSemaphore(value: 0).wait(timeout: .now() + .milliseconds(500)) }
+                return counted
+            })
+        #expect(report.failure?.kind == .stuck, "\(report)")
+        #expect(report.failure?.message.contains("thread 0 didn't reach its next switch point") == true, "\(report)")
+    }
 }
 
 /// A queue of items: a take from an empty queue gives 0.
