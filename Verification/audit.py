@@ -390,6 +390,13 @@ PLANTS = {
         "                guard idle.count < 0 else { return false }\n",
         ["EntityThreadsTests"],
     ),
+    "scenarios-at-once-drop-failing": (
+        "scenarios explored at once are reported up to the first failing one, without it: the failure is lost",
+        "Sources/ExclusionTesting/ScheduleExploration.swift",
+        "results.prefix(min(firstFailing + 1, count))",
+        "results.prefix(min(firstFailing, count))",
+        ["scenariosExploredAtOnceReportWhatOneAtATimeReports"],
+    ),
     "runtime-measures-global-queue": (
         "the tests' measure of the pool's time beats on dispatch's global queue, which runs while the pool is held",
         "Tests/ExclusionTestSupport/Patience.swift",

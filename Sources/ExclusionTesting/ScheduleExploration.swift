@@ -34,7 +34,6 @@ final class ScheduleExploration<Model: SequentialModel, Object: Sendable>: Senda
 
     /// What the exploration has done so far.
     private struct Tally {
-        let start = ContinuousClock.now
         var scenarios = 0
         var schedules = 0
         var undecided = 0
@@ -49,41 +48,147 @@ final class ScheduleExploration<Model: SequentialModel, Object: Sendable>: Senda
             resumedFromOutside = resumedFromOutside || outcome.resumedFromOutside
             if outcome.undecided { undecided += 1 }
         }
+
+        /// Adds what the exploration of another scenario did.
+        mutating func add(_ other: Tally) {
+            scenarios += other.scenarios
+            schedules += other.schedules
+            undecided += other.undecided
+            isExhaustive = isExhaustive && other.isExhaustive
+            skipped += other.skipped
+            usedUnseen = usedUnseen || other.usedUnseen
+            resumedFromOutside = resumedFromOutside || other.resumedFromOutside
+        }
     }
 
-    /// Explores every scenario in turn, until one fails.
-    func run() -> Report {
+    /// One scenario's search: what it did, and the schedule that failed, if one did.
+    private struct Explored {
         var tally = Tally()
-        for scenario in 0..<explorer.scenarios {
-            tally.scenarios += 1
-            let programs = programs(explorer.seed, scenario)
-            let failing: Outcome?
-            switch explorer.search {
-            case .systematic:
-                failing = systematic(programs, bound: explorer.preemptionBound, limit: explorer.scheduleLimit, &tally)
-            case .randomized(let schedules, let depth):
-                tally.isExhaustive = false
-                failing = randomized(programs, scenario, schedules: schedules, depth: depth, &tally)
-            }
-            if let failing {
+        var failing: Outcome?
+    }
+
+    /// Explores every scenario, until one fails: one after the other, or as many at once as the
+    /// explorer says, with the same report.
+    func run() -> Report {
+        let start = ContinuousClock.now
+        let explored =
+            min(explorer.scenariosAtOnce, explorer.scenarios) > 1
+            ? exploredAtOnce(min(explorer.scenariosAtOnce, explorer.scenarios))
+            : exploredInTurn()
+        var tally = Tally()
+        for (scenario, scenarioExplored) in explored.enumerated() {
+            tally.add(scenarioExplored.tally)
+            if let failing = scenarioExplored.failing {
+                let programs = programs(explorer.seed, scenario)
                 let schedule = Schedule(seed: explorer.seed, scenario: scenario, failing)
-                return report(tally, explained(failing, programs, schedule), schedule)
+                return report(tally, explained(failing, programs, schedule), schedule, since: start)
             }
         }
-        return report(tally, nil, nil)
+        return report(tally, nil, nil, since: start)
+    }
+
+    /// The scenarios explored one after the other, up to the first that fails.
+    private func exploredInTurn() -> [Explored] {
+        var explored: [Explored] = []
+        for scenario in 0..<explorer.scenarios {
+            explored.append(explore(scenario, stopping: { false }))
+            if explored[scenario].failing != nil { break }
+        }
+        return explored
+    }
+
+    /// The scenarios explored `width` at once, on as many threads, up to the first that fails:
+    /// each thread takes the next scenario not taken, until one fails; a scenario after the
+    /// failing one stops at its next schedule.
+    private func exploredAtOnce(_ width: Int) -> [Explored] {
+        let shared = ScenariosAtOnce(count: explorer.scenarios)
+        let finished = DispatchGroup()
+        for _ in 0..<width {
+            finished.enter()
+            Thread { [self] in
+                while let scenario = shared.take() {
+                    shared.finish(scenario, explore(scenario, stopping: { shared.isPast(scenario) }))
+                }
+                finished.leave()
+            }.start()
+        }
+        finished.wait()
+        return shared.explored
+    }
+
+    /// The scenarios, as the threads that explore them at once take them.
+    private final class ScenariosAtOnce: @unchecked Sendable {
+        // @unchecked: every var is only touched with `lock` held.
+        private let lock = NSLock()
+        private let count: Int
+        private var next = 0
+        /// The first scenario that failed so far, or `count`.
+        private var firstFailing: Int
+        private var results: [Explored?]
+
+        init(count: Int) {
+            self.count = count
+            firstFailing = count
+            results = Array(repeating: nil, count: count)
+        }
+
+        /// The next scenario to explore, unless every one before the first failing one is taken.
+        func take() -> Int? {
+            lock.withLock {
+                guard next < firstFailing else { return nil }
+                defer { next += 1 }
+                return next
+            }
+        }
+
+        /// Whether a scenario before `scenario` failed: it counts for nothing.
+        func isPast(_ scenario: Int) -> Bool { lock.withLock { firstFailing < scenario } }
+
+        func finish(_ scenario: Int, _ explored: Explored) {
+            lock.withLock {
+                results[scenario] = explored
+                if explored.failing != nil { firstFailing = min(firstFailing, scenario) }
+            }
+        }
+
+        /// What each scenario up to the first failing one found, in order: each was explored
+        /// whole, or until it failed.
+        var explored: [Explored] {
+            lock.withLock { results.prefix(min(firstFailing + 1, count)).map { $0! } }
+        }
+    }
+
+    /// One scenario's search, which gives up, counting for nothing, once `stopping` says so.
+    private func explore(_ scenario: Int, stopping: () -> Bool) -> Explored {
+        var explored = Explored()
+        explored.tally.scenarios = 1
+        let programs = programs(explorer.seed, scenario)
+        switch explorer.search {
+        case .systematic:
+            explored.failing = systematic(
+                programs, bound: explorer.preemptionBound, limit: explorer.scheduleLimit, &explored.tally,
+                stopping: stopping)
+        case .randomized(let schedules, let depth):
+            explored.tally.isExhaustive = false
+            explored.failing = randomized(
+                programs, scenario, schedules: schedules, depth: depth, &explored.tally, stopping: stopping)
+        }
+        return explored
     }
 
     /// Runs `schedule` once.
     func replay(_ schedule: Schedule) -> Report {
+        let start = ContinuousClock.now
         var tally = Tally()
         tally.scenarios = 1
         tally.isExhaustive = false
         var chooser = PrefixChooser(prefix: schedule.choices)
         let outcome = execute(programs(schedule.seed, schedule.scenario), &chooser)
         tally.add(outcome)
-        guard outcome.failure != nil else { return report(tally, nil, nil) }
+        guard outcome.failure != nil else { return report(tally, nil, nil, since: start) }
         let replayed = Schedule(seed: schedule.seed, scenario: schedule.scenario, outcome)
-        return report(tally, explained(outcome, programs(schedule.seed, schedule.scenario), replayed), replayed)
+        return report(
+            tally, explained(outcome, programs(schedule.seed, schedule.scenario), replayed), replayed, since: start)
     }
 
     /// A failure, with what a trap's report lacks: the schedule and its table go to standard error
@@ -131,10 +236,12 @@ final class ScheduleExploration<Model: SequentialModel, Object: Sendable>: Senda
 
     /// Every schedule of the scenario within `bound` preemptions, fewest first, at most `limit`;
     /// the first that fails, which has the fewest preemptions of any failing one.
-    private func systematic(_ programs: [[Model.Input]], bound: Int, limit: Int, _ tally: inout Tally) -> Outcome? {
+    private func systematic(
+        _ programs: [[Model.Input]], bound: Int, limit: Int, _ tally: inout Tally, stopping: () -> Bool = { false }
+    ) -> Outcome? {
         var search = SystematicSearch(bound: bound)
         var runs = 0
-        while let prefix = search.next() {
+        while let prefix = search.next(), !stopping() {
             guard runs < limit else {
                 tally.isExhaustive = false
                 break
@@ -155,11 +262,13 @@ final class ScheduleExploration<Model: SequentialModel, Object: Sendable>: Senda
 
     /// `schedules` PCT schedules of the scenario; the first that fails, minimized.
     private func randomized(
-        _ programs: [[Model.Input]], _ scenario: Int, schedules: Int, depth: Int, _ tally: inout Tally
+        _ programs: [[Model.Input]], _ scenario: Int, schedules: Int, depth: Int, _ tally: inout Tally,
+        stopping: () -> Bool
     ) -> Outcome? {
         var random = SplitMix64(seed: explorer.seed &+ UInt64(scenario) &* 0x9E37_79B9_7F4A_7C15)
         var steps = programs.map(\.count).reduce(0, +) * 3
         for _ in 0..<schedules {
+            if stopping() { break }
             var chooser = PriorityChooser(seed: random.next(), depth: depth, steps: steps)
             let outcome = execute(programs, &chooser)
             tally.add(outcome)
@@ -177,7 +286,9 @@ final class ScheduleExploration<Model: SequentialModel, Object: Sendable>: Senda
         return systematic(programs, bound: bound, limit: explorer.scheduleLimit, &ignored) ?? failing
     }
 
-    private func report(_ tally: Tally, _ failing: Outcome?, _ schedule: Schedule?) -> Report {
+    private func report(
+        _ tally: Tally, _ failing: Outcome?, _ schedule: Schedule?, since start: ContinuousClock.Instant
+    ) -> Report {
         var notes: [String] = []
         if tally.usedUnseen {
             notes.append(
@@ -200,7 +311,7 @@ final class ScheduleExploration<Model: SequentialModel, Object: Sendable>: Senda
             seed: explorer.seed, scenariosExplored: tally.scenarios, schedulesExplored: tally.schedules,
             reorderingsSkipped: tally.skipped,
             isExhaustive: tally.isExhaustive && failure == nil, undecided: tally.undecided, notes: notes,
-            failure: failure, elapsed: ContinuousClock.now - tally.start)
+            failure: failure, elapsed: ContinuousClock.now - start)
     }
 }
 

@@ -105,8 +105,16 @@ public struct ScheduleExplorer<Model: SequentialModel>: Sendable {
     /// The most preemptions a schedule may have: switches away from a thread that could have gone
     /// on. Most bugs need one or two; each more multiplies the schedules.
     public var preemptionBound: Int
-    /// How many scenarios to generate and explore, one after the other.
+    /// How many scenarios to generate and explore.
     public var scenarios: Int
+    /// How many scenarios are explored at once, each on threads of its own: up to the machine's
+    /// cores (`ProcessInfo.processInfo.activeProcessorCount`) for a search spread over them.
+    ///
+    /// The report is the one exploring them one after the other gives, but for the time it took:
+    /// the failure of the first scenario that fails, and the scenarios and schedules explored up
+    /// to it. Each scenario's search doesn't depend on any other's, so it finds what it would
+    /// alone; a scenario after the first failing one stops, and counts for nothing.
+    public var scenariosAtOnce = 1
     /// How schedules are chosen.
     public var search: Search
     /// Where the generated operations come from.

@@ -5,10 +5,10 @@ import ExclusionTesting
 
 // Exhaustive schedule exploration of the Bank (issue #32: "seconds, not minutes"): two threads of
 // two operations each, transfers and balances between two accounts, every schedule with at most
-// two preemptions, in each of ten scenarios. One iteration is one whole exploration. Every
-// schedule starts the scenario's threads anew and hands the one running over at each switch
-// point, so the time is mostly threads waking each other, and depends little on the machine's
-// other work. Notifications go to a private queue (nothing services the main queue here).
+// two preemptions, in each of ten scenarios, one scenario at a time and two at once. One iteration
+// is one whole exploration. Every schedule runs the scenario's threads anew (on threads the
+// explorer keeps), and a switch from one to another is a wake-up, so the time is mostly threads
+// waking each other. Notifications go to a private queue (nothing services the main queue here).
 
 /// Two accounts of the Bank, one operation at a time.
 struct TwoAccountsModel: SequentialModel {
@@ -72,26 +72,32 @@ struct TwoAccountsModel: SequentialModel {
 let notifications = DispatchQueue(label: "notifications")
 
 let benchmarks: @Sendable () -> Void = {
-    Benchmark(
-        "ScheduleExplorer: Bank, 2 threads × 2 operations, bound 2, 10 scenarios, exhaustive",
-        configuration: .init(
-            metrics: [.wallClock], timeUnits: .milliseconds, scalingFactor: .one, maxDuration: .seconds(20),
-            maxIterations: 10)
-    ) { benchmark in
-        let explorer = ScheduleExplorer(
-            model: TwoAccountsModel(), threads: 2, operationsPerThread: 2...2, preemptionBound: 2, scenarios: 10,
-            seed: 7)
-        for _ in benchmark.scaledIterations {
-            let report = await explorer.run(
-                setUp: {
-                    let bank = Bank(notificationQueue: notifications)
-                    for _ in 0..<2 { _ = try! bank.openAccount(initialBalance: Money(minorUnits: 100)) }
-                    return bank
-                },
-                inputs: TwoAccountsModel.generate, perform: TwoAccountsModel.perform)
-            // 260 schedules: the figure Benchmarks/README.md gives.
-            precondition(report.passed && report.isExhaustive && report.schedulesExplored == 260, "\(report)")
-            blackHole(report.schedulesExplored)
+    for atOnce in [1, 2] {
+        let name =
+            "ScheduleExplorer: Bank, 2 threads × 2 operations, bound 2, 10 scenarios, exhaustive"
+            + (atOnce == 1 ? "" : ", \(atOnce) at once")
+        Benchmark(
+            name,
+            configuration: .init(
+                metrics: [.wallClock], timeUnits: .milliseconds, scalingFactor: .one, maxDuration: .seconds(20),
+                maxIterations: 10)
+        ) { benchmark in
+            var explorer = ScheduleExplorer(
+                model: TwoAccountsModel(), threads: 2, operationsPerThread: 2...2, preemptionBound: 2, scenarios: 10,
+                seed: 7)
+            explorer.scenariosAtOnce = atOnce
+            for _ in benchmark.scaledIterations {
+                let report = await explorer.run(
+                    setUp: {
+                        let bank = Bank(notificationQueue: notifications)
+                        for _ in 0..<2 { _ = try! bank.openAccount(initialBalance: Money(minorUnits: 100)) }
+                        return bank
+                    },
+                    inputs: TwoAccountsModel.generate, perform: TwoAccountsModel.perform)
+                // 260 schedules: the figure Benchmarks/README.md gives.
+                precondition(report.passed && report.isExhaustive && report.schedulesExplored == 260, "\(report)")
+                blackHole(report.schedulesExplored)
+            }
         }
     }
 }
