@@ -142,7 +142,7 @@ struct ScheduleExplorerSynchronizationTests {
         let report = try await explore(
             explorer, setUp: { Exclusive(0, label: "count") }, inputs: { _ in .increment },
             perform: { count, _ in
-                _ = DispatchSemaphore(value: 0).wait(timeout: .now() + .milliseconds(500))
+                _ = DispatchSemaphore(value: 0).wait(timeout: .now() + .seconds(5))
                 return count.access { $0 }
             })
         #expect(report.failure?.kind == .stuck, "\(report)")
@@ -160,7 +160,7 @@ struct ScheduleExplorerSynchronizationTests {
                     count += 1
                     return count
                 }
-                if counted == 1 { _ = DispatchSemaphore(value: 0).wait(timeout: .now() + .milliseconds(500)) }
+                if counted == 1 { _ = DispatchSemaphore(value: 0).wait(timeout: .now() + .seconds(5)) }
                 return counted
             })
         #expect(report.failure?.kind == .stuck, "\(report)")
