@@ -34,6 +34,7 @@ final class ScheduleExploration<Model: SequentialModel, Object: Sendable>: Senda
 
     /// What the exploration has done so far.
     private struct Tally {
+        let start = ContinuousClock.now
         var scenarios = 0
         var schedules = 0
         var undecided = 0
@@ -70,21 +71,18 @@ final class ScheduleExploration<Model: SequentialModel, Object: Sendable>: Senda
     /// Explores every scenario, until one fails: one after the other, or as many at once as the
     /// explorer says, with the same report.
     func run() -> Report {
-        let start = ContinuousClock.now
-        let explored =
-            min(explorer.scenariosAtOnce, explorer.scenarios) > 1
-            ? exploredAtOnce(min(explorer.scenariosAtOnce, explorer.scenarios))
-            : exploredInTurn()
         var tally = Tally()
+        let width = min(explorer.scenariosAtOnce, explorer.scenarios)
+        let explored = width > 1 ? exploredAtOnce(width) : exploredInTurn()
         for (scenario, scenarioExplored) in explored.enumerated() {
             tally.add(scenarioExplored.tally)
             if let failing = scenarioExplored.failing {
                 let programs = programs(explorer.seed, scenario)
                 let schedule = Schedule(seed: explorer.seed, scenario: scenario, failing)
-                return report(tally, explained(failing, programs, schedule), schedule, since: start)
+                return report(tally, explained(failing, programs, schedule), schedule)
             }
         }
-        return report(tally, nil, nil, since: start)
+        return report(tally, nil, nil)
     }
 
     /// The scenarios explored one after the other, up to the first that fails.
@@ -178,17 +176,15 @@ final class ScheduleExploration<Model: SequentialModel, Object: Sendable>: Senda
 
     /// Runs `schedule` once.
     func replay(_ schedule: Schedule) -> Report {
-        let start = ContinuousClock.now
         var tally = Tally()
         tally.scenarios = 1
         tally.isExhaustive = false
         var chooser = PrefixChooser(prefix: schedule.choices)
         let outcome = execute(programs(schedule.seed, schedule.scenario), &chooser)
         tally.add(outcome)
-        guard outcome.failure != nil else { return report(tally, nil, nil, since: start) }
+        guard outcome.failure != nil else { return report(tally, nil, nil) }
         let replayed = Schedule(seed: schedule.seed, scenario: schedule.scenario, outcome)
-        return report(
-            tally, explained(outcome, programs(schedule.seed, schedule.scenario), replayed), replayed, since: start)
+        return report(tally, explained(outcome, programs(schedule.seed, schedule.scenario), replayed), replayed)
     }
 
     /// A failure, with what a trap's report lacks: the schedule and its table go to standard error
@@ -286,9 +282,7 @@ final class ScheduleExploration<Model: SequentialModel, Object: Sendable>: Senda
         return systematic(programs, bound: bound, limit: explorer.scheduleLimit, &ignored) ?? failing
     }
 
-    private func report(
-        _ tally: Tally, _ failing: Outcome?, _ schedule: Schedule?, since start: ContinuousClock.Instant
-    ) -> Report {
+    private func report(_ tally: Tally, _ failing: Outcome?, _ schedule: Schedule?) -> Report {
         var notes: [String] = []
         if tally.usedUnseen {
             notes.append(
@@ -311,7 +305,7 @@ final class ScheduleExploration<Model: SequentialModel, Object: Sendable>: Senda
             seed: explorer.seed, scenariosExplored: tally.scenarios, schedulesExplored: tally.schedules,
             reorderingsSkipped: tally.skipped,
             isExhaustive: tally.isExhaustive && failure == nil, undecided: tally.undecided, notes: notes,
-            failure: failure, elapsed: ContinuousClock.now - start)
+            failure: failure, elapsed: ContinuousClock.now - tally.start)
     }
 }
 

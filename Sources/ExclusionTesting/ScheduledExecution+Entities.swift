@@ -88,11 +88,7 @@ extension ScheduledExecution {
     /// of its own, whose thread runs its jobs. Returns its number.
     func childTaskStarted(unstructured: Bool = false) -> Int {
         let child = lock.withLock { () -> ScheduledEntity in
-            let parent = entities[running]
-            let child = ScheduledEntity(
-                number: entities.count, name: "task \(entities.count) (of \(parent.name))", executor: parent.executor,
-                childTask: true)
-            entities.append(child)
+            let (child, parent) = addEntity(named: { "task \($0) (of \(entities[running].name))" }, childTask: true)
             note(parent, "starts \(unstructured ? "a task" : "a child task"): \(child.name)")
             return child
         }
@@ -115,11 +111,7 @@ extension ScheduledExecution {
     /// Returns its number.
     func actorJobsScheduled() -> Int {
         let jobs = lock.withLock { () -> ScheduledEntity in
-            let scheduler = entities[running]
-            let jobs = ScheduledEntity(
-                number: entities.count, name: "actor jobs \(entities.count)", executor: scheduler.executor,
-                actorJobs: true)
-            entities.append(jobs)
+            let (jobs, scheduler) = addEntity(named: { "actor jobs \($0)" }, actorJobs: true)
             steps[steps.count - 1].touch(Self.actors, exclusively: true)
             let who = scheduler.runsActorJobs ? "a task in it hops to" : "its task joins"
             note(scheduler, "\(who) an idle actor's queue: \(jobs.name) will run it")
@@ -127,6 +119,19 @@ extension ScheduledExecution {
         }
         jobs.start(in: self) { _ = jobs.executor!.runNextJob(for: jobs.number) }
         return jobs.number
+    }
+
+    /// Adds an entity, named for its number, that runs tasks on the running entity's executor;
+    /// returns it, and the running entity. Call with `lock` held.
+    private func addEntity(
+        named name: (Int) -> String, childTask: Bool = false, actorJobs: Bool = false
+    ) -> (added: ScheduledEntity, by: ScheduledEntity) {
+        let by = entities[running]
+        let added = ScheduledEntity(
+            number: entities.count, name: name(entities.count), executor: by.executor, childTask: childTask,
+            actorJobs: actorJobs)
+        entities.append(added)
+        return (added, by)
     }
 
     /// The entity running now.

@@ -246,15 +246,12 @@ extension ScheduledExecution {
             guard grantedAt + .nanoseconds(nanoseconds(stepLimit)) <= deadline,
                 case .running = entities[running].pending
             else { return false }
-            failure = .stuck(Self.outranStepLimit(entities[running].name, stepLimit))
+            failure = .stuck(
+                "\(entities[running].name) didn't reach its next switch point within \(stepLimit): it waits for "
+                    + "something Exclusion doesn't see (a semaphore, a thread's sleep, another library's lock), or "
+                    + "for an instance that a thread the explorer doesn't run holds")
             return true
         }
-    }
-
-    private static func outranStepLimit(_ name: String, _ stepLimit: Duration) -> String {
-        "\(name) didn't reach its next switch point within \(stepLimit): it waits for something "
-            + "Exclusion doesn't see (a semaphore, a thread's sleep, another library's lock), or for an "
-            + "instance that a thread the explorer doesn't run holds"
     }
 
     /// `entity`'s step is over: it stands at a switch point, or (not `standing`) has finished.

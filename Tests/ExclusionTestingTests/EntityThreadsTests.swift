@@ -19,7 +19,6 @@ struct EntityThreadsTests {
         #expect(first.name == "schedule explorer: thread 0")
         #expect(second.name == "schedule explorer: thread 1")
         #endif
-        #expect(threads.waiting == 0 || threads.waiting == 1)
     }
 
     @Test func entitiesThatRunAtOnceEachHaveAThread() async throws {
@@ -63,7 +62,7 @@ struct EntityThreadsTests {
         }
         // One waits; the other, finding the most waiting, ended.
         #expect(await eventually(for: "a thread to wait", { threads.waiting == 1 }))
-        #expect(threads.waiting == 1)
+        #expect(await !holds(within: .milliseconds(500)) { threads.waiting > 1 })
     }
 }
 
