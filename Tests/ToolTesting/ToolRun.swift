@@ -54,6 +54,20 @@ public func runToolInShell(_ name: String, _ script: String) async throws -> Too
     return try await runOnItsOwnThread(process)
 }
 
+/// A script for ``runToolInShell(_:_:)`` that runs `command` with its standard output on a pipe
+/// whose only reader has already closed it, and exits with the command's status: every write the
+/// command makes meets the closed pipe, whatever the timing.
+///
+/// `command | true` races instead: a command that writes before `true` has left, which a busy
+/// machine allows, fills the pipe's buffer and succeeds.
+public func withItsReaderGone(_ command: String) -> String {
+    """
+    gone=$(mktemp -d) && mkfifo "$gone/left" || exit 99
+    { read -r _ < "$gone/left"; \(command); } | { exec 0<&-; echo > "$gone/left"; }
+    status=${PIPESTATUS[0]}; rm -rf "$gone"; exit $status
+    """
+}
+
 /// `run(process)` on a thread of its own.
 private func runOnItsOwnThread(_ process: Process) async throws -> ToolRun {
     let box = ProcessBox(process)
