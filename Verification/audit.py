@@ -217,15 +217,22 @@ PLANTS = {
     "profile-notes-made-eagerly": (
         "the side structures make a profile's notes at once, although most instances are never profiled",
         "Sources/Exclusion/Internal/Engine/EngineSide.swift",
-        "        backlog = _Backlog(_releaseWork)\n    }\n",
-        "        backlog = _Backlog(_releaseWork)\n        _ = profile\n    }\n",
+        "        super.init(_ReleaseWork(words))\n    }\n",
+        "        super.init(_ReleaseWork(words))\n        _ = profile\n    }\n",
         ["EngineStorageTests"],
     ),
     "wait-list-made-eagerly": (
         "the side structures make a wait list at once, although submitted work never waits in one",
         "Sources/Exclusion/Internal/Engine/EngineSide.swift",
-        "        backlog = _Backlog(_releaseWork)\n    }\n",
-        "        backlog = _Backlog(_releaseWork)\n        _ = waitList\n    }\n",
+        "        super.init(_ReleaseWork(words))\n    }\n",
+        "        super.init(_ReleaseWork(words))\n        _ = waitList\n    }\n",
+        ["EngineStorageTests"],
+    ),
+    "side-structures-grow": (
+        "the side structures keep a word more, which takes a quiet instance past one small allocation",
+        "Sources/Exclusion/Internal/Engine/EngineSide.swift",
+        "    let entryLengthAndLine = Atomic<UInt64>(0)\n",
+        "    let entryLengthAndLine = Atomic<UInt64>(0)\n    let entryLineAgain = Atomic<UInt>(0)\n",
         ["EngineStorageTests"],
     ),
     "pct-change-points-collide": (

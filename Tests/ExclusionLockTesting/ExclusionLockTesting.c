@@ -1,6 +1,11 @@
 #include "ExclusionLockTesting.h"
 
 #include <errno.h>
+#if defined(__APPLE__)
+#include <malloc/malloc.h>
+#else
+#include <malloc.h>
+#endif
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -102,4 +107,12 @@ void exclusion_testing_allow_pausing(void) {
 
 void exclusion_testing_resume(void) {
     __atomic_store_n(&exclusion_testing_released, 1, __ATOMIC_SEQ_CST);
+}
+
+size_t exclusion_testing_allocation_size(const void *pointer) {
+#if defined(__APPLE__)
+    return malloc_size(pointer);
+#else
+    return malloc_usable_size((void *)pointer);
+#endif
 }

@@ -1,4 +1,6 @@
 import Dispatch
+import ExclusionLockTesting
+import ExclusionShims
 import ExclusionTestSupport
 import Testing
 
@@ -97,6 +99,31 @@ struct EngineStorageTests {
         #expect(await counter.access { $0 } == 2)
         #expect(await eventually(for: "the second drain to let its queue go") { !side.backlog._holdsDrainQueue })
         #expect(await counter.access { _ in side.backlog._room } == 0)
+    }
+
+    @Test func whatAQuietInstanceKeepsOfItsSideStructuresIsOneSmallAllocation() async {
+        let counter = Exclusive(0)
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            counter.accessAsync {
+                $0 += 1
+                done.resume()
+            }
+        }
+        let engine = counter._engine
+        let side = engine._side
+        #expect(side.backlog === side)  // the backlog is the side structures' first part
+        // The backlog's locks are on the instance's line of words, before its lock: no allocation.
+        let words = UnsafeRawPointer(engine._words)
+        let lock = UnsafeRawPointer(exclusion_exclusive_lock(engine._storage))
+        for backlogLock in [
+            exclusion_backlog_jobs_lock(engine._words), exclusion_backlog_deliveries_lock(engine._words),
+        ] {
+            let start = UnsafeRawPointer(backlogLock)
+            #expect(words < start && start + MemoryLayout<exclusion_lock>.size <= lock)
+        }
+        #expect(lock - words == Int(EXCLUSION_CACHE_LINE))
+        // The side structures' one allocation, of 88 bytes: 96 where the allocator rounds to 16.
+        #expect(exclusion_testing_allocation_size(Unmanaged.passUnretained(side).toOpaque()) <= 96)
     }
 
     @Test func aBacklogLetsItsRoomGoOnceABurstIsOver() async {

@@ -56,4 +56,8 @@ void exclusion_testing_allow_pausing(void);
 /// Lets the thread that `exclusion_testing_pause` stopped go on.
 void exclusion_testing_resume(void);
 
+/// How many bytes the allocator gave the block at `pointer`, which `malloc` returned: what an
+/// allocation really costs (`malloc_usable_size`, `malloc_size` on Apple platforms).
+size_t exclusion_testing_allocation_size(const void *pointer);
+
 #endif

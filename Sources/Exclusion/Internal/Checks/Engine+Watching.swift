@@ -9,8 +9,8 @@ extension _Engine {
     func _noteEntry(file: StaticString, line: UInt) {
         let side = _side
         side.entryFile.store(UInt(bitPattern: file.utf8Start), ordering: .relaxed)
-        side.entryFileLength.store(file.utf8CodeUnitCount, ordering: .relaxed)
-        side.entryLine.store(line, ordering: .relaxed)
+        let length = UInt64(truncatingIfNeeded: file.utf8CodeUnitCount)
+        side.entryLengthAndLine.store(length << 32 | UInt64(min(line, UInt(UInt32.max))), ordering: .relaxed)
     }
 
     /// Where the access holding this instance (or the last one that held it) entered, as far as
@@ -21,11 +21,10 @@ extension _Engine {
         guard let start = UnsafePointer<UInt8>(bitPattern: address) else {
             return "a place no watched access noted (asynchronous work, or an access that doesn't wait)"
         }
+        let lengthAndLine = side.entryLengthAndLine.load(ordering: .relaxed)
         let file = String(
-            decoding: UnsafeBufferPointer(start: start, count: side.entryFileLength.load(ordering: .relaxed)),
-            as: UTF8.self
-        )
-        return "\(file):\(side.entryLine.load(ordering: .relaxed))"
+            decoding: UnsafeBufferPointer(start: start, count: Int(lengthAndLine >> 32)), as: UTF8.self)
+        return "\(file):\(lengthAndLine & 0xFFFF_FFFF)"
     }
 
     /// Starts watching a blocking wait on this instance that begins now, at `site`: it is reported

@@ -16,8 +16,12 @@ import Synchronization
 /// the cache lines of a batch move between cores once, not once per job.
 ///
 /// `Body` is the owner's plain closure type, stored without wrapping; the owner says how to apply it.
+///
+/// The backlog is the first part of an instance's side structures, which extend it
+/// (`_EngineSide`), so that they are one allocation: an instance that ran submitted work keeps them
+/// as long as it lives. Its locks are not in it but on the instance's line of words.
 @usableFromInline
-final class _Backlog<Body>: @unchecked Sendable {
+class _Backlog<Body>: @unchecked Sendable {
     // @unchecked: _jobs, _drainScheduled and _drainQueue are only touched while _lock is held;
     // _spare only by the consumer, which holds the instance's state exclusively; the jobs flag in
     // the instance's words is atomic, and only changed while _lock is held.
@@ -38,8 +42,10 @@ final class _Backlog<Body>: @unchecked Sendable {
         }
     }
 
-    /// Held for a few instructions at a time (an append, a swap): it spins, then parks.
-    private let _lock = _Lock.standalone()
+    /// Held for a few instructions at a time (an append, a swap): it spins, then parks. Like the
+    /// delivery lock, it is on the instance's line of words (`exclusion_backlog_locks`), which
+    /// outlives the backlog: the instance releases its side structures in its `deinit`.
+    private final var _lock: _Lock { _Lock(exclusion_backlog_jobs_lock(_releaseWork.words)) }
     private var _jobs: [Job] = []
     private var _drainScheduled = false
     /// Where drains run, made when the first one is scheduled. A serial queue of the instance's
@@ -50,18 +56,13 @@ final class _Backlog<Body>: @unchecked Sendable {
     private var _drainQueue: DispatchQueue?
     private var _spare: [Job] = []
     /// The instance's words, whose jobs flag says whether any job waits here.
-    private let _releaseWork: _ReleaseWork
+    final let _releaseWork: _ReleaseWork
 
     /// Serializes the hand-out of deliveries, so they leave in the order the state was held.
-    private let deliveryLock = _Lock.standalone()
+    private final var deliveryLock: _Lock { _Lock(exclusion_backlog_deliveries_lock(_releaseWork.words)) }
 
     init(_ releaseWork: _ReleaseWork) {
         _releaseWork = releaseWork
-    }
-
-    deinit {
-        _lock.deallocate()
-        deliveryLock.deallocate()
     }
 
     /// How many jobs' room the backlog keeps between batches; a burst's more is let go.
@@ -69,7 +70,7 @@ final class _Backlog<Body>: @unchecked Sendable {
 
     /// How many jobs' room the two arrays hold; for tests, which read it with the state held
     /// exclusively.
-    var _room: Int {
+    final var _room: Int {
         _lock.lock()
         defer { _lock.unlock() }
         return _jobs.capacity + _spare.capacity
@@ -77,7 +78,7 @@ final class _Backlog<Body>: @unchecked Sendable {
 
     /// Whether the backlog holds a drain queue, which it makes when it schedules a drain and lets go
     /// when the drain ends; for tests.
-    var _holdsDrainQueue: Bool {
+    final var _holdsDrainQueue: Bool {
         _lock.lock()
         defer { _lock.unlock() }
         return _drainQueue != nil
@@ -85,14 +86,14 @@ final class _Backlog<Body>: @unchecked Sendable {
 
     /// Whether any job is waiting. A thread always sees the jobs it submitted itself: only a
     /// consumer clears this, and a consumer holds the state until it has run what it took.
-    var hasPending: Bool { _releaseWork.hasJobs }
+    final var hasPending: Bool { _releaseWork.hasJobs }
 
     /// Releases the state with `unlock`, then hands out `deliveries`.
     ///
     /// Hand over hand: the delivery lock is taken before the state is released, so accesses hand
     /// out their deliveries in the order they held the state, and none runs while it is held.
     @usableFromInline
-    func release(handingOut deliveries: consuming Outbox, unlock: () -> Void) {
+    final func release(handingOut deliveries: consuming Outbox, unlock: () -> Void) {
         deliveryLock.lock()
         unlock()
         deliveries.flush()
@@ -102,7 +103,7 @@ final class _Backlog<Body>: @unchecked Sendable {
     // MARK: - Submitting
 
     /// Adds a job; returns the queue on which the caller must schedule a drain, if it must.
-    func submit(_ job: Job, label: @autoclosure () -> String) -> DispatchQueue? {
+    final func submit(_ job: Job, label: @autoclosure () -> String) -> DispatchQueue? {
         _lock.lock()
         defer { _lock.unlock() }
         _jobs.append(job)
@@ -120,7 +121,7 @@ final class _Backlog<Body>: @unchecked Sendable {
     /// Runs every job submitted before this call, oldest first, collecting what they deliver;
     /// call with the state held exclusively.
     @usableFromInline
-    func runAll(_ deliveries: inout Outbox, apply: (Body) -> Void) {
+    final func runAll(_ deliveries: inout Outbox, apply: (Body) -> Void) {
         _lock.lock()
         swap(&_jobs, &_spare)
         _releaseWork.jobsTaken()
@@ -133,7 +134,7 @@ final class _Backlog<Body>: @unchecked Sendable {
 
     /// Runs the waiting jobs up to the first one that needs the state exclusively, oldest first;
     /// call with the state held, shared or exclusively.
-    func runLeadingShared(_ deliveries: inout Outbox, apply: (Body) -> Void) {
+    final func runLeadingShared(_ deliveries: inout Outbox, apply: (Body) -> Void) {
         _lock.lock()
         let end = _jobs.firstIndex { !$0.isShared } ?? _jobs.endIndex
         let batch = Array(_jobs[..<end])
@@ -143,7 +144,7 @@ final class _Backlog<Body>: @unchecked Sendable {
         for job in batch { _run(job, &deliveries, apply) }
     }
 
-    private func _run(_ job: Job, _ deliveries: inout Outbox, _ apply: (Body) -> Void) {
+    private final func _run(_ job: Job, _ deliveries: inout Outbox, _ apply: (Body) -> Void) {
         switch job {
         case .plain(let body): apply(body)
         case .closure(_, let run): run(&deliveries)
@@ -151,7 +152,7 @@ final class _Backlog<Body>: @unchecked Sendable {
     }
 
     /// Whether the next job only reads, or nil if nothing is waiting.
-    func nextIsShared() -> Bool? {
+    final func nextIsShared() -> Bool? {
         _lock.lock()
         defer { _lock.unlock() }
         return _jobs.first?.isShared
@@ -164,7 +165,7 @@ final class _Backlog<Body>: @unchecked Sendable {
     /// Before ending, the drain lingers for the back-off's spin (on Linux; nothing spins on Apple
     /// platforms): a submitter that keeps submitting then finds it still running, and doesn't pay
     /// for dispatching a new one each time.
-    func finishDrain() -> Bool {
+    final func finishDrain() -> Bool {
         var backoff = exclusion_backoff()
         while !hasPending, exclusion_backoff_spin(&backoff) != 0 {}
         _lock.lock()

@@ -2,34 +2,33 @@ import ExclusionShims
 import Synchronization
 
 /// What only some instances need, made the first time one of them does (`_Engine._side`) and kept
-/// until the instance goes: the backlog of submitted work, the wait list of conditions and awaited
-/// turns, a contention profile's notes, and where the last watched access entered.
+/// until the instance goes: the backlog of submitted work (which this object extends, so that the
+/// two are one allocation), the wait list of conditions and awaited turns, a contention profile's
+/// notes, and where the last watched access entered.
 ///
 /// An instance that is only ever accessed synchronously, one thread at a time, never makes it.
 /// Within it, the wait list is made the first time something waits for a condition or its turn
 /// (`waitList`), so that an instance that only submits work never makes one.
 /// Everything here reaches the instance's words through the engine, which outlives it: the engine
 /// releases it in its `deinit`, and nothing else holds it.
-final class _EngineSide<State>: @unchecked Sendable {
+final class _EngineSide<State>: _Backlog<@Sendable (inout sending State) -> Void>, @unchecked Sendable {
     // @unchecked: `_profile` and its notes are only made and changed with the instance's state held
     // exclusively (read with it held shared too); everything else guards itself or is atomic.
 
-    let backlog: _Backlog<@Sendable (inout sending State) -> Void>
+    /// The backlog of submitted work: the side structures' first part.
+    var backlog: _Backlog<@Sendable (inout sending State) -> Void> { self }
     /// The wait list, retained, once made; published once, like the side structures themselves.
     private let _waitList = Atomic<UnsafeRawPointer?>(nil)
     /// A contention profile's notes on this instance's waits (`Profiling/`), made the first time a
     /// profiled access notes something: most instances are never profiled.
     private var _profile: UnsafeMutablePointer<_ProfileNotes>?
-    /// Where the last watched access entered: the file's UTF-8 start and length, and the line
-    /// (`Checks/`).
+    /// Where the last watched access entered: the file's UTF-8 start, and its length and the line
+    /// in one word (`Checks/`), so that the side structures fit a smaller allocation.
     let entryFile = Atomic<UInt>(0)
-    let entryFileLength = Atomic<Int>(0)
-    let entryLine = Atomic<UInt>(0)
-    private let _releaseWork: _ReleaseWork
+    let entryLengthAndLine = Atomic<UInt64>(0)
 
     init(words: UnsafeMutablePointer<exclusion_engine_words>) {
-        _releaseWork = _ReleaseWork(words)
-        backlog = _Backlog(_releaseWork)
+        super.init(_ReleaseWork(words))
     }
 
     deinit {
