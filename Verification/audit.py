@@ -194,7 +194,7 @@ PLANTS = {
         ["ReadersWriterTests"],
     ),
     "drain-queue-kept": (
-        "a drain that ends keeps its queue, so an instance that submitted work once holds one for good",
+        "a drain that ends keeps its queue: an instance holds one for good, and takes a drain to be still scheduled",
         "Sources/Exclusion/Internal/Engine/Backlog.swift",
         "        _drainQueue = nil\n        return true\n",
         "        return true\n",

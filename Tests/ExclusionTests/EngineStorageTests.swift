@@ -1,6 +1,5 @@
 import Dispatch
 import ExclusionLockTesting
-import ExclusionShims
 import ExclusionTestSupport
 import Testing
 
@@ -112,16 +111,6 @@ struct EngineStorageTests {
         let engine = counter._engine
         let side = engine._side
         #expect(side.backlog === side)  // the backlog is the side structures' first part
-        // The backlog's locks are on the instance's line of words, before its lock: no allocation.
-        let words = UnsafeRawPointer(engine._words)
-        let lock = UnsafeRawPointer(exclusion_exclusive_lock(engine._storage))
-        for backlogLock in [
-            exclusion_backlog_jobs_lock(engine._words), exclusion_backlog_deliveries_lock(engine._words),
-        ] {
-            let start = UnsafeRawPointer(backlogLock)
-            #expect(words < start && start + MemoryLayout<exclusion_lock>.size <= lock)
-        }
-        #expect(lock - words == Int(EXCLUSION_CACHE_LINE))
         // The side structures' one allocation, of 88 bytes: 96 where the allocator rounds to 16.
         #expect(exclusion_testing_allocation_size(Unmanaged.passUnretained(side).toOpaque()) <= 96)
     }

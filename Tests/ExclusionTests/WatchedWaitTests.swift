@@ -18,7 +18,8 @@ private struct SleepRecordingLock: _EngineLock {
     }
 
     struct Storage {
-        var line = exclusion_engine_line()  // the words, the label's room and the backlog's locks
+        var words = exclusion_engine_words()
+        var label = exclusion_label_room()  // where the engine keeps the label, right after the words
         var record: Record?
     }
 
@@ -30,7 +31,7 @@ private struct SleepRecordingLock: _EngineLock {
 
     static var unprepared: Storage { Storage() }
     static func prepare(_ storage: UnsafeMutablePointer<Storage>, flags: UInt64) {
-        exclusion_engine_line_init(&storage.pointee.line.words, flags)
+        exclusion_engine_words_init(&storage.pointee.words, flags)
         storage.pointee.record = Record()
     }
     static func destroy(_ storage: UnsafeMutablePointer<Storage>) {}

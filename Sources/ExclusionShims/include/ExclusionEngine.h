@@ -85,69 +85,25 @@ typedef struct {
     uint64_t bytes[2];
 } exclusion_label_room;
 
-/// The locks of an instance's backlog of submitted work (`_Backlog`): one held while a job is added
-/// or a batch taken, one that keeps deliveries in the order the state was held. An instance keeps
-/// them on the line of its words, which costs no byte (it is room the instance has anyway: see
-/// `exclusion_engine_line`), and not in allocations of their own beside the backlog, which an
-/// instance that submitted work once kept as long as it lived.
-typedef struct {
-    exclusion_lock jobs;
-    exclusion_lock deliveries;
-} exclusion_backlog_locks;
-
-/// What an instance keeps on the cache line of its words: the words, the label's room, and its
-/// backlog's locks, which a submission takes as it changes the words (`jobs`) and a release with
-/// deliveries as it reads them.
-///
-/// Every engine storage begins with one: `exclusion_backlog_jobs_lock` and
-/// `exclusion_backlog_deliveries_lock` find the locks from the words.
-typedef struct {
-    exclusion_engine_words words;
-    exclusion_label_room label;
-    exclusion_backlog_locks backlog;
-} exclusion_engine_line;
-
-_Static_assert(sizeof(exclusion_engine_line) <= EXCLUSION_CACHE_LINE, "the words' line holds what is kept on it");
-_Static_assert(
-    __builtin_offsetof(exclusion_engine_line, label) == sizeof(exclusion_engine_words), "the label's room follows the words");
-
-/// Prepares the words, with `flags`, and the backlog's locks of the line that begins with `words`.
-static inline void exclusion_engine_line_init(exclusion_engine_words *_Nonnull words, uint64_t flags) {
-    exclusion_engine_words_init(words, flags);
-    exclusion_engine_line *line = (exclusion_engine_line *)words;
-    exclusion_lock_init(&line->backlog.jobs);
-    exclusion_lock_init(&line->backlog.deliveries);
-}
-
-/// The backlog's lock for its jobs, on the line that begins with `words`.
-static inline exclusion_lock *_Nonnull exclusion_backlog_jobs_lock(exclusion_engine_words *_Nonnull words) {
-    return &((exclusion_engine_line *)words)->backlog.jobs;
-}
-
-/// The backlog's lock for deliveries, on the line that begins with `words`.
-static inline exclusion_lock *_Nonnull exclusion_backlog_deliveries_lock(exclusion_engine_words *_Nonnull words) {
-    return &((exclusion_engine_line *)words)->backlog.deliveries;
-}
-
-/// An instance's line of words, filled out to a whole cache line, so that the lock which follows
-/// it is a line from the words: threads that wait (and change the words to say so), submit work
-/// (and take the backlog's lock), or look at the words (an iterator of `values` setting up its next
-/// wait) don't take the line of the lock and the state, which every access and release writes. The
-/// line comes first, at a 16-byte boundary of the object: two 16-byte pieces of an object whose
-/// distance is a whole line are never on one line, wherever the allocator put the object.
-typedef union {
-    exclusion_engine_line line;
-    uint8_t whole[EXCLUSION_CACHE_LINE];
-} exclusion_engine_first_line;
+/// How an instance lays out its words and its lock: a cache line apart, so that threads that wait
+/// (and change the words to say so) or look at the words (an iterator of `values` setting up its
+/// next wait) don't take the lock's line from the thread that holds it, which every access and
+/// release writes; the state follows the lock. The label's room fills part of the gap. The words
+/// come first, at a 16-byte boundary of the object, and the lock a line further on: two 16-byte
+/// pieces of an object whose distance is a whole line are never on one line, wherever the
+/// allocator put the object.
+#define EXCLUSION_WORDS_APART (EXCLUSION_CACHE_LINE - sizeof(exclusion_engine_words) - sizeof(exclusion_label_room))
 
 /// An `Exclusive`'s words and lock, kept in the instance itself.
 typedef struct {
-    exclusion_engine_first_line first;
+    exclusion_engine_words words;
+    exclusion_label_room label;
+    uint8_t apart[EXCLUSION_WORDS_APART];
     exclusion_lock lock;
 } exclusion_exclusive_storage;
 
 static inline exclusion_engine_words *_Nonnull exclusion_exclusive_words(exclusion_exclusive_storage *_Nonnull storage) {
-    return &storage->first.line.words;
+    return &storage->words;
 }
 
 static inline exclusion_lock *_Nonnull exclusion_exclusive_lock(exclusion_exclusive_storage *_Nonnull storage) {
@@ -156,7 +112,9 @@ static inline exclusion_lock *_Nonnull exclusion_exclusive_lock(exclusion_exclus
 
 /// A `ReadersWriter`'s words and lock, kept in the instance itself, as `Exclusive`'s are.
 typedef struct {
-    exclusion_engine_first_line first;
+    exclusion_engine_words words;
+    exclusion_label_room label;
+    uint8_t apart[EXCLUSION_WORDS_APART];
     exclusion_rwlock lock;
 } exclusion_readers_writer_storage;
 
@@ -164,10 +122,14 @@ _Static_assert(
     __builtin_offsetof(exclusion_exclusive_storage, lock) == EXCLUSION_CACHE_LINE
         && __builtin_offsetof(exclusion_readers_writer_storage, lock) == EXCLUSION_CACHE_LINE,
     "an instance's lock is a cache line past its words");
+_Static_assert(
+    __builtin_offsetof(exclusion_exclusive_storage, label) == sizeof(exclusion_engine_words)
+        && __builtin_offsetof(exclusion_readers_writer_storage, label) == sizeof(exclusion_engine_words),
+    "the label's room follows the words");
 
 static inline exclusion_engine_words *_Nonnull exclusion_readers_writer_words(
     exclusion_readers_writer_storage *_Nonnull storage) {
-    return &storage->first.line.words;
+    return &storage->words;
 }
 
 static inline exclusion_rwlock *_Nonnull exclusion_readers_writer_lock(exclusion_readers_writer_storage *_Nonnull storage) {

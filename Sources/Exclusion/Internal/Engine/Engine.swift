@@ -25,7 +25,7 @@ import Synchronization
 /// does: one allocation, the public object itself. `Exclusive` and `ReadersWriter` declare no
 /// stored property; they are made by `make` with tail-allocated storage (`ManagedBufferPointer`
 /// over their class) that holds, as its header, the instance's words, the label if one was given,
-/// the backlog's locks, and the lock (`Lock.Storage`), and the state as its one element. The words and the lock are a
+/// and the lock (`Lock.Storage`), and the state as its one element. The words and the lock are a
 /// cache line apart, so that threads waiting on the instance don't take the line the holder writes
 /// (`exclusion_exclusive_storage`). The engine is a view of that storage. What only some
 /// instances need (the backlog of submitted work, the wait list, a profile's notes, where a
@@ -85,7 +85,8 @@ struct _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
             assert(
                 MemoryLayout<String?>.size <= MemoryLayout<exclusion_label_room>.size
                     && MemoryLayout<String?>.alignment <= MemoryLayout<exclusion_label_room>.alignment
-                    && MemoryLayout<Lock.Storage>.size >= MemoryLayout<exclusion_engine_line>.size
+                    && MemoryLayout<Lock.Storage>.size
+                        >= MemoryLayout<exclusion_engine_words>.size + MemoryLayout<exclusion_label_room>.size
             )
             Lock.prepare(
                 UnsafeMutableRawPointer(header).assumingMemoryBound(to: Lock.Storage.self), flags: _newInstanceFlags)

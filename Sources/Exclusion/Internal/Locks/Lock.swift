@@ -77,11 +77,10 @@ struct _Lock: @unchecked Sendable {
 /// any. This is the one thing `Exclusive` and `ReadersWriter` do differently.
 ///
 /// A conforming type is a view of a lock that lives in the instance: its `Storage`, kept inline
-/// after the instance's line of words (`exclusion_engine_line`) in the engine object.
+/// with the instance's words (`exclusion_engine_words`) in the engine object.
 @usableFromInline
 protocol _EngineLock: Sendable {
-    /// What an instance keeps inline: the instance's line of words (`exclusion_engine_line`), at its
-    /// start, and the lock, as a C struct.
+    /// What an instance keeps inline: the lock and the instance's words, as a C struct.
     associatedtype Storage
     /// What a thread keeps while it holds the lock shared, to give it back.
     associatedtype SharedTicket
@@ -98,7 +97,7 @@ protocol _EngineLock: Sendable {
 
     /// Storage as a new instance is made with, before `prepare` runs on it in place.
     static var unprepared: Storage { get }
-    /// Prepares the lock and the line of words (with `flags`) at `storage`, where they will stay.
+    /// Prepares the lock and the words (with `flags`) at `storage`, where they will stay.
     static func prepare(_ storage: UnsafeMutablePointer<Storage>, flags: UInt64)
     /// Frees what the lock holds besides its storage; called once, from the engine's `deinit`.
     static func destroy(_ storage: UnsafeMutablePointer<Storage>)
@@ -149,7 +148,7 @@ extension _Lock: _EngineLock {
     @inlinable static var unprepared: Storage { Storage() }
 
     @inlinable static func prepare(_ storage: UnsafeMutablePointer<Storage>, flags: UInt64) {
-        exclusion_engine_line_init(exclusion_exclusive_words(storage), flags)
+        exclusion_engine_words_init(exclusion_exclusive_words(storage), flags)
         exclusion_lock_init(exclusion_exclusive_lock(storage))
     }
 
@@ -194,7 +193,7 @@ extension _ReadersWriterLock: _EngineLock {
     @inlinable static var unprepared: Storage { Storage() }
 
     @inlinable static func prepare(_ storage: UnsafeMutablePointer<Storage>, flags: UInt64) {
-        exclusion_engine_line_init(exclusion_readers_writer_words(storage), flags)
+        exclusion_engine_words_init(exclusion_readers_writer_words(storage), flags)
         exclusion_rwlock_init(exclusion_readers_writer_lock(storage))
     }
 
