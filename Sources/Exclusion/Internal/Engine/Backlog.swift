@@ -44,7 +44,7 @@ class _Backlog<Body>: @unchecked Sendable {
 
     /// The jobs' lock and the delivery lock, in one allocation: apart from the instance's words,
     /// which an iterator of `values` reads as the holder hands out deliveries (on the words' line,
-    /// the delivery lock made the `values` row 1.19× slower).
+    /// the delivery lock slowed the `values` row: `Benchmarks/README.md`, "What an instance costs").
     private final let _locks = UnsafeMutablePointer<exclusion_lock>.allocate(capacity: 2)
 
     /// Held for a few instructions at a time (an append, a swap): it spins, then parks.
