@@ -229,7 +229,7 @@ PLANTS = {
         ["EngineStorageTests"],
     ),
     "side-structures-grow": (
-        "the side structures keep a word more, which takes a quiet instance past one small allocation",
+        "the side structures keep a word more, which takes their object past the allocator's 96-byte size",
         "Sources/Exclusion/Internal/Engine/EngineSide.swift",
         "    let entryLengthAndLine = Atomic<UInt64>(0)\n",
         "    let entryLengthAndLine = Atomic<UInt64>(0)\n    let entryLineAgain = Atomic<UInt>(0)\n",

@@ -100,7 +100,7 @@ struct EngineStorageTests {
         #expect(await counter.access { _ in side.backlog._room } == 0)
     }
 
-    @Test func whatAQuietInstanceKeepsOfItsSideStructuresIsOneSmallAllocation() async {
+    @Test func theSideStructuresAreOneSmallObjectWithTheBacklogInIt() async {
         let counter = Exclusive(0)
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             counter.accessAsync {
@@ -111,7 +111,8 @@ struct EngineStorageTests {
         let engine = counter._engine
         let side = engine._side
         #expect(side.backlog === side)  // the backlog is the side structures' first part
-        // The side structures' one allocation, of 88 bytes: 96 where the allocator rounds to 16.
+        // The side object, of 88 bytes: 96 where the allocator rounds to 16. (The backlog's two locks
+        // are one allocation more, apart from the instance's words: see `_Backlog`.)
         #expect(exclusion_testing_allocation_size(Unmanaged.passUnretained(side).toOpaque()) <= 96)
     }
 
