@@ -6,6 +6,8 @@
 
 #include "ExclusionShims.h"
 
+#include <stddef.h>
+
 /// How many threads wait on `lock` right now, asleep or about to sleep, in a way a release must
 /// look for: on Linux the counted waiters (without the episode bit); on Apple platforms the timed
 /// waiters (untimed ones wait inside the system's lock, which looks after them itself).

@@ -1,0 +1,3 @@
+#pragma once
+#include <stddef.h>
+size_t malloc_size(const void *pointer);
