@@ -37,6 +37,18 @@ private struct Wide: Equatable {
     static func == (lhs: Wide, rhs: Wide) -> Bool { lhs.a == rhs.a && lhs.b == rhs.b }
 }
 
+/// A new `Exclusive(0)` that has run one job submitted with `accessAsync` (its state is 1).
+private func anInstanceThatRanSubmittedWork() async -> Exclusive<Int> {
+    let counter = Exclusive(0)
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+        counter.accessAsync {
+            $0 += 1
+            done.resume()
+        }
+    }
+    return counter
+}
+
 @Suite("An instance's storage")
 struct EngineStorageTests {
     @Test func theEngineFindsTheStateAndHeaderWhereTheBufferPutThem() {
@@ -78,13 +90,7 @@ struct EngineStorageTests {
     }
 
     @Test func workSubmittedMakesNoWaitListAndItsDrainLetsItsQueueGo() async {
-        let counter = Exclusive(0)
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            counter.accessAsync {
-                $0 += 1
-                done.resume()
-            }
-        }
+        let counter = await anInstanceThatRanSubmittedWork()
         let side = counter._engine._side
         // Only conditions and awaited turns wait in the list, and only a profile takes notes:
         // submitted work needs neither.
@@ -101,13 +107,7 @@ struct EngineStorageTests {
     }
 
     @Test func theSideStructuresAreOneSmallObjectWithTheBacklogInIt() async {
-        let counter = Exclusive(0)
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            counter.accessAsync {
-                $0 += 1
-                done.resume()
-            }
-        }
+        let counter = await anInstanceThatRanSubmittedWork()
         let engine = counter._engine
         let side = engine._side
         #expect(side.backlog === side)  // the backlog is the side structures' first part
