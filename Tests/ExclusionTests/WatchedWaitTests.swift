@@ -20,6 +20,7 @@ private struct SleepRecordingLock: _EngineLock {
     struct Storage {
         var words = exclusion_engine_words()
         var label = exclusion_label_room()  // where the engine keeps the label, right after the words
+        var entry = exclusion_entry_room()  // and where a watched access entered, right after that
         var record: Record?
     }
 

@@ -85,19 +85,44 @@ typedef struct {
     uint64_t bytes[2];
 } exclusion_label_room;
 
+/// Where the last watched access of an instance entered, for the stuck-wait report
+/// (`Checks/Engine+Watching.swift`): the file's UTF-8 start, and its length and the line in one
+/// word. Written only where waits are watched (debug builds, or `EXCLUSION_STUCK_WAIT_SECONDS`),
+/// so it can share the words' line: an access without a watch never touches it.
+typedef struct {
+    uintptr_t file;
+    uint64_t lengthAndLine;
+} exclusion_entry_room;
+
+static inline void exclusion_entry_note(exclusion_entry_room *_Nonnull entry, uintptr_t file, uint64_t lengthAndLine) {
+    __atomic_store_n(&entry->file, file, __ATOMIC_RELAXED);
+    __atomic_store_n(&entry->lengthAndLine, lengthAndLine, __ATOMIC_RELAXED);
+}
+
+static inline uintptr_t exclusion_entry_file(const exclusion_entry_room *_Nonnull entry) {
+    return __atomic_load_n(&entry->file, __ATOMIC_RELAXED);
+}
+
+static inline uint64_t exclusion_entry_length_and_line(const exclusion_entry_room *_Nonnull entry) {
+    return __atomic_load_n(&entry->lengthAndLine, __ATOMIC_RELAXED);
+}
+
 /// How an instance lays out its words and its lock: a cache line apart, so that threads that wait
 /// (and change the words to say so) or look at the words (an iterator of `values` setting up its
 /// next wait) don't take the lock's line from the thread that holds it, which every access and
-/// release writes; the state follows the lock. The label's room fills part of the gap. The words
+/// release writes; the state follows the lock. The label's room and the watched entry's fill part
+/// of the gap. The words
 /// come first, at a 16-byte boundary of the object, and the lock a line further on: two 16-byte
 /// pieces of an object whose distance is a whole line are never on one line, wherever the
 /// allocator put the object.
-#define EXCLUSION_WORDS_APART (EXCLUSION_CACHE_LINE - sizeof(exclusion_engine_words) - sizeof(exclusion_label_room))
+#define EXCLUSION_WORDS_APART \
+    (EXCLUSION_CACHE_LINE - sizeof(exclusion_engine_words) - sizeof(exclusion_label_room) - sizeof(exclusion_entry_room))
 
 /// An `Exclusive`'s words and lock, kept in the instance itself.
 typedef struct {
     exclusion_engine_words words;
     exclusion_label_room label;
+    exclusion_entry_room entry;
     uint8_t apart[EXCLUSION_WORDS_APART];
     exclusion_lock lock;
 } exclusion_exclusive_storage;
@@ -114,6 +139,7 @@ static inline exclusion_lock *_Nonnull exclusion_exclusive_lock(exclusion_exclus
 typedef struct {
     exclusion_engine_words words;
     exclusion_label_room label;
+    exclusion_entry_room entry;
     uint8_t apart[EXCLUSION_WORDS_APART];
     exclusion_rwlock lock;
 } exclusion_readers_writer_storage;
@@ -126,6 +152,12 @@ _Static_assert(
     __builtin_offsetof(exclusion_exclusive_storage, label) == sizeof(exclusion_engine_words)
         && __builtin_offsetof(exclusion_readers_writer_storage, label) == sizeof(exclusion_engine_words),
     "the label's room follows the words");
+_Static_assert(
+    __builtin_offsetof(exclusion_exclusive_storage, entry)
+            == sizeof(exclusion_engine_words) + sizeof(exclusion_label_room)
+        && __builtin_offsetof(exclusion_readers_writer_storage, entry)
+            == sizeof(exclusion_engine_words) + sizeof(exclusion_label_room),
+    "the watched entry's room follows the label's");
 
 static inline exclusion_engine_words *_Nonnull exclusion_readers_writer_words(
     exclusion_readers_writer_storage *_Nonnull storage) {

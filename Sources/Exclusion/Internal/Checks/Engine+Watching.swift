@@ -5,23 +5,22 @@ import Synchronization
 // MARK: - Watching blocking waits
 
 extension _Engine {
+    /// Notes where a watched access entered, in the instance's room for it
+    /// (`exclusion_entry_room`), with the state held.
     @usableFromInline
     func _noteEntry(file: StaticString, line: UInt) {
-        let side = _side
-        side.entryFile.store(UInt(bitPattern: file.utf8Start), ordering: .relaxed)
         let length = UInt64(truncatingIfNeeded: file.utf8CodeUnitCount)
-        side.entryLengthAndLine.store(length << 32 | UInt64(min(line, UInt(UInt32.max))), ordering: .relaxed)
+        exclusion_entry_note(
+            _entry, UInt(bitPattern: file.utf8Start), length << 32 | UInt64(min(line, UInt(UInt32.max))))
     }
 
     /// Where the access holding this instance (or the last one that held it) entered, as far as
     /// the watched accesses noted it.
     private var _lastEntry: String {
-        let side = _side
-        let address = side.entryFile.load(ordering: .relaxed)
-        guard let start = UnsafePointer<UInt8>(bitPattern: address) else {
+        guard let start = UnsafePointer<UInt8>(bitPattern: exclusion_entry_file(_entry)) else {
             return "a place no watched access noted (asynchronous work, or an access that doesn't wait)"
         }
-        let lengthAndLine = side.entryLengthAndLine.load(ordering: .relaxed)
+        let lengthAndLine = exclusion_entry_length_and_line(_entry)
         let file = String(
             decoding: UnsafeBufferPointer(start: start, count: Int(lengthAndLine >> 32)), as: UTF8.self)
         return "\(file):\(lengthAndLine & 0xFFFF_FFFF)"

@@ -25,12 +25,12 @@ import Synchronization
 /// does: one allocation, the public object itself. `Exclusive` and `ReadersWriter` declare no
 /// stored property; they are made by `make` with tail-allocated storage (`ManagedBufferPointer`
 /// over their class) that holds, as its header, the instance's words, the label if one was given,
-/// and the lock (`Lock.Storage`), and the state as its one element. The words and the lock are a
-/// cache line apart, so that threads waiting on the instance don't take the line the holder writes
-/// (`exclusion_exclusive_storage`). The engine is a view of that storage. What only some
-/// instances need (the backlog of submitted work, the wait list, a profile's notes, where a
-/// watched access entered) is in side structures (`_EngineSide`), made the first time something
-/// needs them. The storage never moves while the instance lives, so the engine hands out its
+/// where the last watched access entered, and the lock (`Lock.Storage`), and the state as its one
+/// element. The words and the lock are a cache line apart, so that threads waiting on the instance
+/// don't take the line the holder writes (`exclusion_exclusive_storage`). The engine is a view of
+/// that storage. What only some instances need (the backlog of submitted work, the wait list, a
+/// profile's notes) is in side structures (`_EngineSide`), made the first time something needs
+/// them. The storage never moves while the instance lives, so the engine hands out its
 /// addresses, to the lock and to the accessors' closures.
 ///
 /// Work that waits holds the instance strongly only while it is set up or runs: an iterator of
@@ -87,6 +87,7 @@ struct _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
                     && MemoryLayout<String?>.alignment <= MemoryLayout<exclusion_label_room>.alignment
                     && MemoryLayout<Lock.Storage>.size
                         >= MemoryLayout<exclusion_engine_words>.size + MemoryLayout<exclusion_label_room>.size
+                        + MemoryLayout<exclusion_entry_room>.size
             )
             Lock.prepare(
                 UnsafeMutableRawPointer(header).assumingMemoryBound(to: Lock.Storage.self), flags: _newInstanceFlags)
@@ -195,6 +196,13 @@ struct _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
     /// The label's room in a header at `header`.
     @inlinable static func _labelRoom(_ header: UnsafeMutableRawPointer) -> UnsafeMutablePointer<String?> {
         (header + MemoryLayout<exclusion_engine_words>.size).assumingMemoryBound(to: String?.self)
+    }
+
+    /// Where the last watched access entered (`Checks/Engine+Watching.swift`), in its room right
+    /// after the label's (`exclusion_entry_room`).
+    var _entry: UnsafeMutablePointer<exclusion_entry_room> {
+        (_base + Self._headerOffset + MemoryLayout<exclusion_engine_words>.size
+            + MemoryLayout<exclusion_label_room>.size).assumingMemoryBound(to: exclusion_entry_room.self)
     }
 
     /// What a release has to do besides unlocking: the words' view.

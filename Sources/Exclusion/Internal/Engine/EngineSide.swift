@@ -3,8 +3,8 @@ import Synchronization
 
 /// What only some instances need, made the first time one of them does (`_Engine._side`) and kept
 /// until the instance goes: the backlog of submitted work (which this object extends, so that the
-/// two are one allocation), the wait list of conditions and awaited turns, a contention profile's
-/// notes, and where the last watched access entered.
+/// two are one allocation), the wait list of conditions and awaited turns, and a contention
+/// profile's notes.
 ///
 /// An instance that is only ever accessed synchronously, one thread at a time, never makes it.
 /// Within it, the wait list is made the first time something waits for a condition or its turn
@@ -22,10 +22,6 @@ final class _EngineSide<State>: _Backlog<@Sendable (inout sending State) -> Void
     /// A contention profile's notes on this instance's waits (`Profiling/`), made the first time a
     /// profiled access notes something: most instances are never profiled.
     private var _profile: UnsafeMutablePointer<_ProfileNotes>?
-    /// Where the last watched access entered: the file's UTF-8 start, and its length and the line
-    /// in one word (`Checks/`), so that the side structures fit a smaller allocation.
-    let entryFile = Atomic<UInt>(0)
-    let entryLengthAndLine = Atomic<UInt64>(0)
 
     init(words: UnsafeMutablePointer<exclusion_engine_words>) {
         super.init(_ReleaseWork(words))
