@@ -235,6 +235,20 @@ PLANTS = {
         "    private var _profile: UnsafeMutablePointer<_ProfileNotes>?\n    let spareWords = Atomic<UInt>(0), moreSpareWords = Atomic<UInt>(0)\n",
         ["EngineStorageTests"],
     ),
+    "side-retired-under-users": (
+        "a drain that ends lets the side structures go while other threads count themselves as their users",
+        "Sources/Exclusion/Internal/Engine/Engine+Side.swift",
+        "        guard flags & _Flags.sideUsers == _Flags.sideUser, flags & _Flags.keepingSide == 0,\n",
+        "        guard flags & _Flags.keepingSide == 0,\n",
+        ["SideRetirementTests"],
+    ),
+    "side-not-kept": (
+        "a wait list is made in side structures that aren't kept, which a drain that ends then lets go",
+        "Sources/Exclusion/Internal/Engine/Engine+Side.swift",
+        "        if exclusion_engine_flags_acquire(words) & (_Flags.kept | _Flags.retiring) != _Flags.kept { _keepSide() }\n",
+        "",
+        ["SideRetirementTests"],
+    ),
     "pct-change-points-collide": (
         "PCT draws its change points with repeats, and two drawn alike count as one",
         "Sources/ExclusionTesting/ScheduleSearch.swift",

@@ -154,3 +154,32 @@ int exclusion_wait_for_change(exclusion_change_word *word, uint32_t seen, uint64
     }
     return 1;
 }
+
+// MARK: - Waiting for a flag of an instance's words (`ExclusionEngine.h`)
+
+void exclusion_engine_flags_wait_until_clear(exclusion_engine_words *words, uint64_t bit, uint64_t waiter_bit) {
+    exclusion_backoff backoff = {0};
+    uint32_t *lower = (uint32_t *)(void *)&words->flags;
+    for (;;) {
+        if ((__atomic_load_n(&words->flags, __ATOMIC_ACQUIRE) & bit) == 0) {
+            return;
+        }
+        if (exclusion_backoff_spin(&backoff)) {
+            continue;
+        }
+        uint64_t before = __atomic_fetch_or(&words->flags, waiter_bit, __ATOMIC_SEQ_CST);
+        if ((before & bit) == 0) {
+            return;
+        }
+        // Returns at once if the lower half changed since (the bit cleared, or anything else), and
+        // otherwise once the bit's end unparks the word: the compare and the sleep are one step.
+        exclusion_park(lower, (uint32_t)(before | waiter_bit), 0);
+    }
+}
+
+void exclusion_engine_flags_end(exclusion_engine_words *words, uint64_t bit, uint64_t waiter_bit) {
+    uint64_t before = __atomic_fetch_and(&words->flags, ~(bit | waiter_bit), __ATOMIC_SEQ_CST);
+    if ((before & waiter_bit) != 0) {
+        exclusion_unpark_all((uint32_t *)(void *)&words->flags);
+    }
+}

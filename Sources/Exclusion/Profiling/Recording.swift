@@ -70,7 +70,7 @@ extension _Engine {
             _releaseWork.profiledWaiterLeaves()
             _record(wait)
         } else {
-            _withSide { $0.profile.pointee.pendingWait = wait }
+            _withKeptSide { $0.profile.pointee.pendingWait = wait }
             _releaseWork.profiledWaiterTookOver()
         }
     }
@@ -86,7 +86,7 @@ extension _Engine {
     /// The holder's call site, which an access that waited took the state over from; with
     /// `exclusively`, it is cleared, since the next waiter's holder is whoever releases next.
     private func _takeHolder(exclusively: Bool) -> _Site {
-        _withSide { side in
+        _withKeptSide { side in
             guard let notes = side.existingProfile else { return .none }
             let holder = notes.pointee.holder
             if exclusively, holder.start != 0 { notes.pointee.holder = .none }
@@ -157,14 +157,14 @@ extension _Engine {
     /// Notes the releasing access's call site, for the profiled waiters; call holding the state
     /// exclusively.
     @usableFromInline func _noteHolder(file: StaticString, line: UInt) {
-        _withSide { $0.profile.pointee.holder = _Site(file, line) }
+        _withKeptSide { $0.profile.pointee.holder = _Site(file, line) }
     }
 
     /// The pending wait, taken for recording once the state is released; call holding it.
     func _takePendingWait() -> _PendingWait? {
         guard _releaseWork.hasPendingWait else { return nil }
         _releaseWork.pendingWaitTaken()
-        return _withSide { side in
+        return _withKeptSide { side in
             guard let notes = side.existingProfile else { return nil }
             defer { notes.pointee.pendingWait = nil }
             return notes.pointee.pendingWait

@@ -57,6 +57,58 @@ static inline void exclusion_engine_flags_clear(exclusion_engine_words *_Nonnull
     __atomic_fetch_and(&words->flags, ~bits, __ATOMIC_SEQ_CST);
 }
 
+// MARK: - Letting the side structures go (`Engine+Side.swift`)
+
+/// The flags, acquiring: what a thread that finds the side structures kept then loads from `side`
+/// is what was published before they were kept.
+static inline uint64_t exclusion_engine_flags_acquire(const exclusion_engine_words *_Nonnull words) {
+    return __atomic_load_n(&words->flags, __ATOMIC_ACQUIRE);
+}
+
+/// Adds `amount` and returns the flags before: how a user of the side structures announces itself,
+/// ordered before its load of `side`.
+static inline uint64_t exclusion_engine_flags_fetch_add(exclusion_engine_words *_Nonnull words, uint64_t amount) {
+    return __atomic_fetch_add(&words->flags, amount, __ATOMIC_SEQ_CST);
+}
+
+/// Subtracts `amount`, releasing: how an announced user leaves, after its last touch of the side
+/// structures.
+static inline void exclusion_engine_flags_release_subtract(exclusion_engine_words *_Nonnull words, uint64_t amount) {
+    __atomic_fetch_sub(&words->flags, amount, __ATOMIC_RELEASE);
+}
+
+/// Sets `bits` and returns the flags before, ordered before the caller's load of `side`.
+static inline uint64_t exclusion_engine_flags_fetch_or(exclusion_engine_words *_Nonnull words, uint64_t bits) {
+    return __atomic_fetch_or(&words->flags, bits, __ATOMIC_SEQ_CST);
+}
+
+/// Replaces the flags with `desired` if they are `expected`; 1 if it did.
+static inline int exclusion_engine_flags_exchange(exclusion_engine_words *_Nonnull words, uint64_t expected, uint64_t desired) {
+    return __atomic_compare_exchange_n(&words->flags, &expected, desired, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+}
+
+/// Clears `bits`, releasing: what was stored before (`side` emptied) is seen by whoever sees them
+/// clear.
+static inline void exclusion_engine_flags_release_clear(exclusion_engine_words *_Nonnull words, uint64_t bits) {
+    __atomic_fetch_and(&words->flags, ~bits, __ATOMIC_RELEASE);
+}
+
+/// Empties `side`, once its object is being let go.
+static inline void exclusion_engine_retire_side(exclusion_engine_words *_Nonnull words) {
+    __atomic_store_n(&words->side, (void *)0, __ATOMIC_RELEASE);
+}
+
+/// Waits until `bit` of the flags is clear, after the one spin of every wait: parked on the
+/// flags' lower half, having set `waiter_bit` so that whoever clears `bit` unparks it
+/// (`exclusion_engine_flags_end`). Both bits are in the lower 32, the half a thread parks on
+/// (little-endian, as every platform Exclusion builds for is). Acquiring: what was stored before
+/// `bit` was cleared is seen.
+void exclusion_engine_flags_wait_until_clear(exclusion_engine_words *_Nonnull words, uint64_t bit, uint64_t waiter_bit);
+
+/// Clears `bit` and `waiter_bit`, releasing, and unparks the threads that wait for `bit` to
+/// clear, if `waiter_bit` says any may.
+void exclusion_engine_flags_end(exclusion_engine_words *_Nonnull words, uint64_t bit, uint64_t waiter_bit);
+
 /// The side structures, if they have been made: acquiring, so that what was made in them before
 /// they were published is seen.
 static inline void *_Nullable exclusion_engine_side(const exclusion_engine_words *_Nonnull words) {

@@ -18,8 +18,8 @@ import Synchronization
 /// `Body` is the owner's plain closure type, stored without wrapping; the owner says how to apply it.
 ///
 /// The backlog is the first part of an instance's side structures, which extend it
-/// (`_EngineSide`), so that the two are one allocation, and its two locks are one more: an instance
-/// that ran submitted work keeps them as long as it lives.
+/// (`_EngineSide`), so that the two are one allocation, and its two locks are one more; an instance
+/// that ran submitted work and went quiet lets them go (`Engine+Side.swift`).
 @usableFromInline
 class _Backlog<Body>: @unchecked Sendable {
     // @unchecked: _jobs and _drainQueue are only touched while _lock is held;
@@ -70,8 +70,9 @@ class _Backlog<Body>: @unchecked Sendable {
         exclusion_lock_init(_locks + 1)
     }
 
-    /// Frees the locks: no thread can be inside them any more, since the instance, which every
-    /// caller of the backlog holds, releases its side structures in its own `deinit`.
+    /// Frees the locks: no thread can be inside them any more, since every caller of the backlog
+    /// holds the state or counts itself as a user of the side structures, and they are let go only
+    /// once no such thread is left (`Engine+Side.swift`), or in the instance's own `deinit`.
     deinit {
         _locks.deallocate()
     }

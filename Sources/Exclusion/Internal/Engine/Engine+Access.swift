@@ -222,16 +222,23 @@ extension _Engine {
         if let pending { _record(pending) }
     }
 
+    /// Lets go of the state and hands out `deliveries` under the backlog's delivery lock, as an
+    /// announced user of the side structures (`Engine+Side.swift`): it touches them after the
+    /// state is let go.
     @usableFromInline
     func _releaseExclusiveDelivering(_ deliveries: consuming Outbox) {
+        let announced = _announceSideUser()
         _backlog.release(handingOut: deliveries) { _lock.unlockExclusive() }
+        _leaveSide(announced)
     }
 
     func _releaseShared(_ ticket: Lock.SharedTicket, _ deliveries: consuming Outbox) {
         if deliveries.isEmpty {
             _lock.unlockShared(ticket)
         } else {
+            let announced = _announceSideUser()
             _backlog.release(handingOut: deliveries) { _lock.unlockShared(ticket) }
+            _leaveSide(announced)
         }
     }
 }

@@ -130,20 +130,25 @@ extension _Engine {
     /// Puts `job` in the backlog, and schedules a drain if none is.
     @usableFromInline
     func _enqueue(_ job: _Backlog<Plain>.Job) {
-        if let queue = _withSide({ $0.backlog.submit(job, label: label) }) {
-            // The drain holds the instance until it is done; jobs in the backlog run only while
-            // something holds it.
-            let held = _held
-            if let explorer = _CurrentThread()._scheduleController {  // schedule seam
-                return explorer.drainScheduled(for: _scheduledInstance) { held.engine._drain() }
-            }
-            queue.async { held.engine._drain() }
+        let work = _releaseWork  // the words, found once
+        let announced = work.announceSideUser()  // Engine+Side.swift
+        guard let queue = _withSide(at: work.words, { $0.backlog.submit(job, label: label) }) else {
+            return work.leaveSide(announced)
         }
+        // The drain holds the instance until it is done, since jobs in the backlog run only while
+        // something holds it, and this submission's announcement, since it uses the side
+        // structures.
+        let held = _held
+        if let explorer = _CurrentThread()._scheduleController {  // schedule seam
+            return explorer.drainScheduled(for: _scheduledInstance) { held.engine._drain(announced: announced) }
+        }
+        queue.async { held.engine._drain(announced: announced) }
     }
 
     /// Runs the backlog a batch at a time, letting synchronous callers in between batches: leading
-    /// shared jobs together under shared access, anything else under exclusive access.
-    private func _drain() {
+    /// shared jobs together under shared access, anything else under exclusive access. At its end,
+    /// lets the side structures go if the instance is quiet (`_endDrain`).
+    private func _drain(announced: Bool) {
         let thread = _CurrentThread()
         repeat {
             if Lock.sharesAccess, _backlog.nextIsShared() == true {
@@ -161,5 +166,6 @@ extension _Engine {
                 releaseExclusively(thread, takeExclusively(thread, profiled: false))
             }
         } while !_backlog.finishDrain()
+        _endDrain(thread, announced: announced)
     }
 }

@@ -208,7 +208,8 @@ struct _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
     /// What a release has to do besides unlocking: the words' view.
     @inlinable var _releaseWork: _ReleaseWork { _ReleaseWork(_words) }
 
-    /// The side structures, made now if they aren't yet.
+    /// The side structures, made now if they aren't yet; for a caller that holds the state, or
+    /// knows no drain can let them go (tests).
     var _side: _EngineSide<State> { _existingSide ?? _makeSide() }
 
     /// The side structures, if something has needed them.
@@ -219,9 +220,9 @@ struct _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
         return Unmanaged<_EngineSide<State>>.fromOpaque(side).takeUnretainedValue()
     }
 
-    /// Makes the side structures if they aren't yet.
+    /// Makes the side structures if they aren't yet, and keeps them (`Engine+Side.swift`).
     func _makeSideIfNeeded() {
-        if exclusion_engine_side(_words) == nil { _ = _makeSide() }
+        _withKeptSide { _ in }
     }
 
     private func _makeSide() -> _EngineSide<State> {
@@ -235,21 +236,30 @@ struct _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
     var _backlog: _Backlog<Plain> { _side.backlog }
 
     /// Runs `body` with the side structures, made now if they aren't yet, without retaining them:
-    /// the instance holds them until it goes, and the caller is a call on the instance. What every
-    /// submission, release or profiled wait does goes through here: a retain and a release of the
-    /// side structures, which every thread of a busy instance would make, fight over one cache line.
+    /// for a caller that holds the state, has announced itself or has kept them
+    /// (`Engine+Side.swift`), so that they can't be let go meanwhile, and is a call on the
+    /// instance, which holds them. What every submission, release or profiled wait does goes
+    /// through here: a retain and a release of the side structures, which every thread of a busy
+    /// instance would make, fight over one cache line.
     func _withSide<R>(_ body: (_EngineSide<State>) -> R) -> R {
-        guard let side = exclusion_engine_side(_words) else { return body(_makeSide()) }
+        _withSide(at: _words, body)
+    }
+
+    /// `_withSide`, with the words found already: code not specialized for a state finds them
+    /// through the lock's constants, a call each time.
+    @inline(__always)
+    func _withSide<R>(at words: UnsafeMutablePointer<exclusion_engine_words>, _ body: (_EngineSide<State>) -> R) -> R {
+        guard let side = exclusion_engine_side(words) else { return body(_makeSide()) }
         return Unmanaged<_EngineSide<State>>.fromOpaque(side)._withUnsafeGuaranteedRef(body)
     }
     /// Runs `body` with the wait list, made now if it isn't yet, without retaining it or the side
     /// structures (`_withSide`): every step of a conditional wait goes through here, on the
     /// waiter's thread and on the releasing one.
     func _withWaitList<R>(_ body: (_WaitList<State>) -> R) -> R {
-        _withSide { $0.withWaitList(body) }
+        _withKeptSide { $0.withWaitList(body) }
     }
     /// The wait list, retained: for what no busy instance does (tests, reports).
-    var _waitList: _WaitList<State> { _side.waitList }
+    var _waitList: _WaitList<State> { _withKeptSide { $0.waitList } }
 
     // MARK: - Names
 

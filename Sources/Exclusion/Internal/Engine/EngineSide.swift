@@ -1,16 +1,17 @@
 import ExclusionShims
 import Synchronization
 
-/// What only some instances need, made the first time one of them does (`_Engine._side`) and kept
-/// until the instance goes: the backlog of submitted work (which this object extends, so that the
-/// two are one allocation), the wait list of conditions and awaited turns, and a contention
-/// profile's notes.
+/// What only some instances need, made the first time one of them does (`_Engine._side`): the
+/// backlog of submitted work (which this object extends, so that the two are one allocation), the
+/// wait list of conditions and awaited turns, and a contention profile's notes.
 ///
 /// An instance that is only ever accessed synchronously, one thread at a time, never makes it.
 /// Within it, the wait list is made the first time something waits for a condition or its turn
-/// (`waitList`), so that an instance that only submits work never makes one.
+/// (`waitList`), so that an instance that only submits work never makes one. An instance that only
+/// submits work lets it go when a drain ends with nothing else using it (`Engine+Side.swift`);
+/// one that made a wait list or a profile's notes keeps it until the instance goes.
 /// Everything here reaches the instance's words through the engine, which outlives it: the engine
-/// releases it in its `deinit`, and nothing else holds it.
+/// releases it in its `deinit` or when a drain lets it go, and nothing else holds it.
 final class _EngineSide<State>: _Backlog<@Sendable (inout sending State) -> Void>, @unchecked Sendable {
     // @unchecked: `_profile` and its notes are only made and changed with the instance's state held
     // exclusively (read with it held shared too); everything else guards itself or is atomic.

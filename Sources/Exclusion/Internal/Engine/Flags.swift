@@ -10,10 +10,12 @@ import ExclusionShims
 /// - `reserved`: the state is promised to a granted waiter, which an access backs off for;
 /// - `watched`: waits on this instance are watched (`Checks/`), so an access notes where it
 ///   entered, for the report;
-/// - `pendingWait` and, from bit 32, the count of a contention profile's waiters for the lock, who
+/// - `pendingWait` and, from bit 48, the count of a contention profile's waiters for the lock, who
 ///   want the releaser's call site (the holder they waited for); `pendingWait` says that the
 ///   access holding the state waited while profiled, and its wait is to be recorded once it lets
-///   go (`Profiling/`).
+///   go (`Profiling/`);
+/// - `kept`, `retiring`, `retirementWaiter` and, from bit 32, the count of the side structures'
+///   announced users: what lets a quiet instance's side structures go (`Engine+Side.swift`).
 @usableFromInline
 enum _Flags {
     @usableFromInline static var sleepers: UInt64 { (1 << 24) - 1 }
@@ -21,7 +23,17 @@ enum _Flags {
     @usableFromInline static var reserved: UInt64 { 1 << 25 }
     @usableFromInline static var watched: UInt64 { 1 << 26 }
     @usableFromInline static var pendingWait: UInt64 { 1 << 27 }
-    @usableFromInline static var profiledWaiter: UInt64 { 1 << 32 }
+    /// The side structures stay as long as the instance: something besides submitted work uses
+    /// them (a wait list, a profile's notes).
+    @usableFromInline static var kept: UInt64 { 1 << 28 }
+    /// The side structures are being let go: a user that announced itself meanwhile waits.
+    @usableFromInline static var retiring: UInt64 { 1 << 29 }
+    /// A user waits, parked, for a retirement to end.
+    @usableFromInline static var retirementWaiter: UInt64 { 1 << 30 }
+    /// One announced user of the side structures; 16 bits count them, one per thread at most.
+    @usableFromInline static var sideUser: UInt64 { 1 << 32 }
+    @usableFromInline static var sideUsers: UInt64 { 0xFFFF << 32 }
+    @usableFromInline static var profiledWaiter: UInt64 { 1 << 48 }
     @usableFromInline static var profiledWaiters: UInt64 { ~(profiledWaiter - 1) }
 
     /// What an access that has just taken the lock must do something about.
