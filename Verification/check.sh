@@ -93,6 +93,16 @@ check woken.pml fails WAKE_READS_FIRST
 check woken.pml fails PLAIN_PARK_MARK
 check woken.pml fails SPIN_ENDS_WOKEN
 check woken.pml fails SPIN_REARMS
+check side.pml holds
+check side.pml holds RETIRE_IGNORES_JOBS
+check side.pml fails NO_ANNOUNCE
+check side.pml fails IGNORE_RETIRING
+check side.pml fails FAST_PATH_IGNORES_RETIRING
+check side.pml fails KEPT_LOOK_IGNORES_RETIRING
+check side.pml fails RETIRE_WITHOUT_STATE
+check side.pml fails KEPT_WITHOUT_RETIRING_WAIT
+check side.pml fails DRAIN_DROPS_ANNOUNCEMENT
+check side.pml fails DELIVERY_UNANNOUNCED
 if [ "$failures" -ne 0 ]; then
     echo "$failures configuration(s) did not come out as expected" >&2
     exit 1
