@@ -32,6 +32,22 @@ struct SideRetirementTests {
         #expect(counter._engine._flags & _Flags.kept == 0)
     }
 
+    @Test func aQuietReadersWriterLetsItsSideStructuresGoAfterSharedWorkToo() async {
+        let index = ReadersWriter(0)
+        index.writeAsync { $0 += 1 }
+        let read = await withCheckedContinuation { (done: CheckedContinuation<Int, Never>) in
+            index.readAsync(deliverOn: .global()) {
+                $0
+            } completion: {
+                done.resume(returning: (try? $0.get()) ?? -1)
+            }
+        }
+        #expect(read == 1)
+        #expect(
+            await eventually(for: "the drain to end") { index._engine._flags & _Flags.sideUsers == 0 })
+        #expect(index._engine._existingSide == nil)
+    }
+
     /// A thread counted as a user, as a submitter is from before it loads the side structures'
     /// pointer until after it has left them, keeps them from going when a drain ends.
     @Test func aDrainThatEndsBesideAnAnnouncedUserLeavesTheSideStructures() async {
