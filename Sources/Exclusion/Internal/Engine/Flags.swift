@@ -30,7 +30,8 @@ enum _Flags {
     @usableFromInline static var retiring: UInt64 { 1 << 29 }
     /// A user waits, parked, for a retirement to end.
     @usableFromInline static var retirementWaiter: UInt64 { 1 << 30 }
-    /// One announced user of the side structures; 16 bits count them, one per thread at most.
+    /// One announced user of the side structures; 16 bits count them: each thread inside a
+    /// submission or a delivery, and each drain scheduled.
     @usableFromInline static var sideUser: UInt64 { 1 << 32 }
     @usableFromInline static var sideUsers: UInt64 { 0xFFFF << 32 }
     @usableFromInline static var profiledWaiter: UInt64 { 1 << 48 }
