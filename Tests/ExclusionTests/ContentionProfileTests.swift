@@ -48,10 +48,10 @@ private let rounds = 6
 
 /// The known workload. Each round, a thread enters `hot` (at `holderLine`) and, from inside,
 /// starts a second thread that accesses `hot` (at `waiterLine`). The first waits until the second
-/// is waiting and lets go `holdMilliseconds` after it entered, so the second waits about that
-/// long; inside, the second sleeps half as long, which is not part of its wait. Both threads
-/// are plain threads started by the round itself, so a busy task pool can't make the waiter arrive
-/// after the hold. Both also access `cold`, one after the other, never at once. Returns the
+/// is waiting and lets go `holdMilliseconds` after that, so the second waits about that long,
+/// however late a busy machine lets it arrive; inside, the second sleeps half as long, which is not
+/// part of its wait. Both threads are plain threads started by the round itself, so a busy task
+/// pool can't make the waiter arrive after the hold. Both also access `cold`, one after the other, never at once. Returns the
 /// profile's report and the waiter's own measure of its waits.
 private func knownWorkload(hot: Exclusive<Int>, cold: Exclusive<Int>) async throws -> (ContentionReport, Duration) {
     let profile = ContentionProfile.start(sampling: .all)
@@ -62,7 +62,6 @@ private func knownWorkload(hot: Exclusive<Int>, cold: Exclusive<Int>) async thro
             let waiterDone = DispatchSemaphore(value: 0)
             holderLine.store(#line + 1, ordering: .relaxed)
             hot.access { _ in  // the holder's line
-                let entered = ContinuousClock.now
                 onNewThread {
                     let start = ContinuousClock.now
                     waiterLine.store(#line + 1, ordering: .relaxed)
@@ -74,10 +73,11 @@ private func knownWorkload(hot: Exclusive<Int>, cold: Exclusive<Int>) async thro
                     waiterDone.signal()
                 }
                 _ = spin(until: { hot._engine._releaseWork.hasProfiledWaiters }, timeout: .seconds(120))
-                // The hold lasts `holdMilliseconds` from the holder's entry, as long as the waiter
-                // is waiting by then: the time it took to arrive is not added to its wait.
-                let rest = entered + .milliseconds(holdMilliseconds) - ContinuousClock.now
-                if rest > .zero { usleep(UInt32(rest / .microseconds(1))) }
+                // The hold lasts `holdMilliseconds` from the waiter's arrival, which a busy machine
+                // can delay by tens of milliseconds: held from the holder's entry instead, the
+                // profiled wait once fell below the holds it must have waited out (ThreadSanitizer
+                // beside four busy loops: 439 ms for 600 ms of holds).
+                usleep(UInt32(holdMilliseconds * 1_000))
             }
             cold.access { $0 += 1 }
             _ = waiterDone.wait(timeout: .now() + 120)
