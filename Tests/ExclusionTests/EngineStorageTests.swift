@@ -132,11 +132,14 @@ struct EngineStorageTests {
                 }
             }
             for _ in 0..<1_000 { counter.accessAsync { $0 += 1 } }
+            // Taken while the drain runs, and held: a quiet instance lets its side structures go
+            // when the drain ends, and one that keeps them (it waited for a condition) must not
+            // keep the burst's room with them.
+            let backlog = counter._engine._backlog
             gate.signal()
             #expect(await counter.access { $0 } == 1_000)
             // Once the drain has ended (its queue gone), nothing is coming: the backlog keeps no
             // room.
-            let backlog = counter._engine._backlog
             let ended = await eventually(for: "the drain to end") { !backlog._holdsDrainQueue }
             #expect(ended)
             let room = await counter.access { _ in backlog._room }
