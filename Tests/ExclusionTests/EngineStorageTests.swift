@@ -84,8 +84,13 @@ struct EngineStorageTests {
         counter.access { $0 += 1 }
         // Watched or not: where a watched access entered is noted in the instance itself.
         #expect(counter._engine._existingSide == nil)
-        counter.accessAsync { $0 += 1 }
-        #expect(counter._engine._existingSide != nil)
+        // Submitted work makes them; looked at with the state held, before a drain that ends can
+        // let them go again.
+        let made = counter.access { _ in
+            counter.accessAsync { $0 += 1 }
+            return counter._engine._existingSide != nil
+        }
+        #expect(made)
     }
 
     @Test func workSubmittedMakesNoWaitListAndItsDrainLetsItsQueueGo() async {
