@@ -75,8 +75,7 @@ private func knownWorkload(hot: Exclusive<Int>, cold: Exclusive<Int>) async thro
                 _ = spin(until: { hot._engine._releaseWork.hasProfiledWaiters }, timeout: .seconds(120))
                 // The hold lasts `holdMilliseconds` from the waiter's arrival, which a busy machine
                 // can delay by tens of milliseconds: held from the holder's entry instead, the
-                // profiled wait once fell below the holds it must have waited out (ThreadSanitizer
-                // beside four busy loops: 439 ms for 600 ms of holds).
+                // profiled wait once fell below the holds it must have waited out.
                 usleep(UInt32(holdMilliseconds * 1_000))
             }
             cold.access { $0 += 1 }
