@@ -37,16 +37,16 @@ private struct Wide: Equatable {
     static func == (lhs: Wide, rhs: Wide) -> Bool { lhs.a == rhs.a && lhs.b == rhs.b }
 }
 
-/// A new `Exclusive(0)` that has run one job submitted with `accessAsync` (its state is 1).
-private func anInstanceThatRanSubmittedWork() async -> Exclusive<Int> {
-    let counter = Exclusive(0)
-    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+/// Runs one job submitted to `counter` with `accessAsync`, which adds 1, and returns the side
+/// structures it ran with, taken inside the job: a drain holds the state then, so they can't go
+/// while they are looked up. (A look from outside could meet a drain that ends and lets them go.)
+private func sideStructuresOfASubmittedJob(_ counter: Exclusive<Int>) async -> _EngineSide<Int> {
+    await withCheckedContinuation { (done: CheckedContinuation<_EngineSide<Int>, Never>) in
         counter.accessAsync {
             $0 += 1
-            done.resume()
+            done.resume(returning: counter._engine._side)
         }
     }
-    return counter
 }
 
 @Suite("An instance's storage")
@@ -83,37 +83,35 @@ struct EngineStorageTests {
         let counter = Exclusive(0)
         counter.access { $0 += 1 }
         // Watched or not: where a watched access entered is noted in the instance itself.
-        #expect(counter._engine._existingSide == nil)
+        #expect(!counter._engine._hasSide)
         // Submitted work makes them; looked at with the state held, before a drain that ends can
         // let them go again.
         let made = counter.access { _ in
             counter.accessAsync { $0 += 1 }
-            return counter._engine._existingSide != nil
+            return counter._engine._hasSide
         }
         #expect(made)
     }
 
     @Test func workSubmittedMakesNoWaitListAndItsDrainLetsItsQueueGo() async {
-        let counter = await anInstanceThatRanSubmittedWork()
-        let side = counter._engine._side
-        // Only conditions and awaited turns wait in the list, and only a profile takes notes:
-        // submitted work needs neither.
-        #expect(side.existingWaitList == nil)
-        #expect(side.existingProfile == nil)
-        // The drain ends once it has run the job (after lingering for a moment); its queue goes with
-        // it, and the next drain makes another.
-        #expect(await eventually(for: "the drain to let its queue go") { !side.backlog._holdsDrainQueue })
-        #expect(await counter.access { $0 } == 1)
-        counter.accessAsync { $0 += 1 }
+        let counter = Exclusive(0)
+        for round in 1...2 {
+            let side = await sideStructuresOfASubmittedJob(counter)
+            // Only conditions and awaited turns wait in the list, and only a profile takes notes:
+            // submitted work needs neither.
+            #expect(side.existingWaitList == nil)
+            #expect(side.existingProfile == nil)
+            // The drain ends once it has run the job (after lingering for a moment); its queue goes
+            // with it, and the next drain makes another.
+            #expect(
+                await eventually(for: "drain \(round) to let its queue go") { !side.backlog._holdsDrainQueue })
+            #expect(await counter.access { _ in side.backlog._room } == 0)
+        }
         #expect(await counter.access { $0 } == 2)
-        #expect(await eventually(for: "the second drain to let its queue go") { !side.backlog._holdsDrainQueue })
-        #expect(await counter.access { _ in side.backlog._room } == 0)
     }
 
     @Test func theSideStructuresAreOneSmallObjectWithTheBacklogInIt() async {
-        let counter = await anInstanceThatRanSubmittedWork()
-        let engine = counter._engine
-        let side = engine._side
+        let side = await sideStructuresOfASubmittedJob(Exclusive(0))
         #expect(side.backlog === side)  // the backlog is the side structures' first part
         // The side object, of 72 bytes: 80 where the allocator rounds to 16. (The backlog's two locks
         // are one allocation more, apart from the instance's words: see `_Backlog`.)

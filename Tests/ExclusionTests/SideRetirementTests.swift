@@ -26,7 +26,7 @@ struct SideRetirementTests {
                 }
             }
             #expect(await eventually(for: "drain \(round) to end") { noDrainIsEnding(counter) })
-            #expect(counter._engine._existingSide == nil, "round \(round): the side structures stayed")
+            #expect(!counter._engine._hasSide, "round \(round): the side structures stayed")
             #expect(await counter.access { $0 } == round)
         }
         #expect(counter._engine._flags & _Flags.kept == 0)
@@ -45,7 +45,7 @@ struct SideRetirementTests {
         #expect(read == 1)
         #expect(
             await eventually(for: "the drain to end") { index._engine._flags & _Flags.sideUsers == 0 })
-        #expect(index._engine._existingSide == nil)
+        #expect(!index._engine._hasSide)
     }
 
     /// A thread counted as a user, as a submitter is from before it loads the side structures'
@@ -62,12 +62,12 @@ struct SideRetirementTests {
             }
         }
         #expect(await eventually(for: "the drain to end") { engine._flags & _Flags.sideUsers == _Flags.sideUser })
-        #expect(engine._existingSide != nil, "a drain let the side structures go under an announced user")
+        #expect(engine._hasSide, "a drain let the side structures go under an announced user")
         engine._leaveSide(announced)
         // The next drain that ends finds itself alone.
         counter.accessAsync { $0 += 1 }
         #expect(await eventually(for: "the next drain to end") { noDrainIsEnding(counter) })
-        #expect(engine._existingSide == nil)
+        #expect(!engine._hasSide)
     }
 
     @Test func deliveriesReachTheirQueueAndTheSideStructuresStillGo() async {
@@ -82,7 +82,7 @@ struct SideRetirementTests {
         }
         #expect(delivered == 1)
         #expect(await eventually(for: "the drain to end") { noDrainIsEnding(counter) })
-        #expect(counter._engine._existingSide == nil)
+        #expect(!counter._engine._hasSide)
     }
 
     @Test func anInstanceThatWaitedForAConditionKeepsItsSideStructures() async throws {
@@ -131,7 +131,7 @@ struct SideRetirementTests {
             if done.wait(timeout: .now() + .seconds(Int(patience.components.seconds))) == .timedOut {
                 missed.add(1, ordering: .relaxed)
             }
-            if counter._engine._existingSide == nil { letGo.add(1, ordering: .relaxed) }
+            if !counter._engine._hasSide { letGo.add(1, ordering: .relaxed) }
         }
         #expect(missed.load(ordering: .relaxed) == 0)
         #expect(await counter.access { $0 } == submitted.load(ordering: .relaxed))

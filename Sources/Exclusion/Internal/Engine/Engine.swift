@@ -220,6 +220,10 @@ struct _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
         return Unmanaged<_EngineSide<State>>.fromOpaque(side).takeUnretainedValue()
     }
 
+    /// Whether there are side structures now, looked at without touching them: a test's look,
+    /// safe while a drain may let them go, where `_existingSide` would retain what is being freed.
+    var _hasSide: Bool { exclusion_engine_side(_words) != nil }
+
     /// Makes the side structures if they aren't yet, and keeps them (`Engine+Side.swift`).
     func _makeSideIfNeeded() {
         _withKeptSide { _ in }
