@@ -249,6 +249,13 @@ PLANTS = {
         "",
         ["SideRetirementTests"],
     ),
+    "busy-drain-not-kept": (
+        "a drain busy with submitted work never keeps the side structures: every submission counts itself in and out",
+        "Sources/Exclusion/Internal/Engine/Engine+Submitting.swift",
+        "            if announced, batches == _Flags.batchesOfABusyDrain { _keepSide() }\n",
+        "",
+        ["SideRetirementTests"],
+    ),
     "pct-change-points-collide": (
         "PCT draws its change points with repeats, and two drawn alike count as one",
         "Sources/ExclusionTesting/ScheduleSearch.swift",

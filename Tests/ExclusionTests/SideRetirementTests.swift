@@ -14,6 +14,15 @@ private func noDrainIsEnding(_ instance: Exclusive<Int>) -> Bool {
     instance._engine._flags & _Flags.sideUsers == 0
 }
 
+/// Submits `jobs` jobs to `counter` one after another, each from inside the one before, so that
+/// each is a batch of its own in one drain; resumes `done` from the last.
+private func submitChain(_ counter: Exclusive<Int>, _ jobs: Int, _ done: CheckedContinuation<Void, Never>) {
+    counter.accessAsync { state in
+        state += 1
+        if jobs > 1 { submitChain(counter, jobs - 1, done) } else { done.resume() }
+    }
+}
+
 @Suite("Letting side structures go")
 struct SideRetirementTests {
     @Test func aQuietInstanceLetsItsSideStructuresGoAndMakesThemAgain() async {
@@ -94,6 +103,23 @@ struct SideRetirementTests {
         #expect(await eventually(for: "the drain to end") { noDrainIsEnding(counter) })
         #expect(counter._engine._flags & _Flags.kept != 0)
         #expect(counter._engine._existingSide?.existingWaitList != nil)
+    }
+
+    /// A drain that runs many batches keeps the side structures, so that an instance busy with
+    /// submitted work doesn't have each submission count itself in and out; one that runs a few
+    /// lets them go.
+    @Test func aDrainThatRunsManyBatchesKeepsTheSideStructures() async {
+        let busy = _Flags.batchesOfABusyDrain
+        for (jobs, keeps) in [(busy - 8, false), (busy + 8, true)] {
+            let counter = Exclusive(0)
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                submitChain(counter, jobs, done)
+            }
+            #expect(await eventually(for: "the drain to end") { noDrainIsEnding(counter) })
+            #expect((counter._engine._flags & _Flags.kept != 0) == keeps, "\(jobs) batches")
+            #expect(counter._engine._hasSide == keeps, "\(jobs) batches")
+            #expect(await counter.access { $0 } == jobs)
+        }
     }
 
     /// Two threads submit in rounds, with and without deliveries, and sometimes access at once,

@@ -18,6 +18,10 @@ import ExclusionShims
 ///   and awaited waiters, iterators of `values`, a timer; a profiled wait) sets `kept` first: from
 ///   then on the side structures stay as long as the instance, and a keeper needs no count.
 ///   Instances that wait for conditions keep them anyway, and their waits stay as cheap as before.
+///   So does a drain that is still running after `_Flags.batchesOfABusyDrain` batches: an
+///   instance busy with submitted work would otherwise have every submission count itself in and
+///   out, two atomic read-modify-writes that make a burst of submissions measurably slower
+///   (`Benchmarks/README.md`), to save memory it soon needs again.
 ///
 /// A drain that ends is the one place they are let go (`_endDrain`): it takes the state if it is
 /// free, and if the flags say that nothing is submitted, nothing waits or is profiled, nothing keeps
@@ -111,6 +115,10 @@ extension _ReleaseWork {
 }
 
 extension _Flags {
+    /// How many batches a drain runs before it keeps the side structures (`_drain`): more than a
+    /// few jobs submitted now and then make, and well inside a burst.
+    static var batchesOfABusyDrain: Int { 64 }
+
     /// What keeps the side structures, or shows they are in use, besides announced users: jobs
     /// waiting, sleepers, a promise, a profile's waiters or pending wait, `kept`, a retirement.
     static var keepingSide: UInt64 {

@@ -147,10 +147,15 @@ extension _Engine {
 
     /// Runs the backlog a batch at a time, letting synchronous callers in between batches: leading
     /// shared jobs together under shared access, anything else under exclusive access. At its end,
-    /// lets the side structures go if the instance is quiet (`_endDrain`).
+    /// lets the side structures go if the instance is quiet (`_endDrain`), unless it ran long
+    /// enough to keep them (`_Flags.batchesOfABusyDrain`).
     private func _drain(announced: Bool) {
         let thread = _CurrentThread()
+        var batches = 0
         repeat {
+            batches += 1
+            // Busy with submitted work: from now on, submissions skip counting themselves.
+            if announced, batches == _Flags.batchesOfABusyDrain { _keepSide() }
             if Lock.sharesAccess, _backlog.nextIsShared() == true {
                 // If a synchronous access takes these jobs first, this batch is just empty.
                 // Watched like the exclusive drain's wait, and likewise not profiled.
