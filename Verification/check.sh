@@ -103,6 +103,7 @@ check side.pml fails RETIRE_WITHOUT_STATE
 check side.pml fails KEPT_WITHOUT_RETIRING_WAIT
 check side.pml fails DRAIN_DROPS_ANNOUNCEMENT
 check side.pml fails DELIVERY_UNANNOUNCED
+check side.pml fails BUSY_DRAIN_RETIRES_ANYWAY
 if [ "$failures" -ne 0 ]; then
     echo "$failures configuration(s) did not come out as expected" >&2
     exit 1

@@ -19,11 +19,13 @@
  * - a holder of the state runs the backlog's jobs and touches the side once more before it lets
  *   go, without announcing: a retire holds the state.
  * A drain takes the state and runs the jobs until, under the backlog's lock, it finds none and
- * marks itself ended. Then, if it holds an announcement, it tries the state without waiting (and
- * runs any jobs it finds, as every access does); holding it, it reads the flags and, if it is the
- * only user and nothing is kept, retiring or waiting in the backlog, swaps its user for `retiring`
- * with a compare-and-swap of the whole word, stores nil in the side pointer, clears `retiring`,
- * lets the state go and frees the side. Otherwise it lets the state go and takes itself off.
+ * marks itself ended; between batches, one that holds an announcement may keep the side, as a busy
+ * one does (`_keepSide`: it sets `kept` without the look first), and still holds its count. Then,
+ * if it holds an announcement, it tries the state without waiting (and runs any jobs it finds, as
+ * every access does); holding it, it reads the flags and, if it is the only user and nothing is
+ * kept, retiring or waiting in the backlog, swaps its user for `retiring` with a compare-and-swap
+ * of the whole word, stores nil in the side pointer, clears `retiring`, lets the state go and frees
+ * the side. Otherwise it lets the state go and takes itself off.
  *
  * Two submitters submit two jobs and one job; a holder takes the state once, runs what it finds,
  * lets go, and then keeps the side (a waiter making its wait list); a kept user keeps it and uses
@@ -62,6 +64,9 @@
  *                               isn't counted
  *   DELIVERY_UNANNOUNCED        broken: the releaser doesn't announce, and uses the delivery lock
  *                               after letting the state go
+ *   BUSY_DRAIN_RETIRES_ANYWAY   broken: a drain that kept the side retires it at its end as if it
+ *                               had not, taking that `kept` for its own: a submitter that skipped
+ *                               counting itself on it may still be using the side
  */
 
 #define USER 1
@@ -77,6 +82,12 @@
 #define DRAIN_USERS 0   /* what a drain's announcement counts for in `users` */
 #else
 #define DRAIN_USERS 1
+#endif
+
+#ifdef BUSY_DRAIN_RETIRES_ANYWAY
+#define OWN_KEPT (busy * KEPT)  /* what a drain's retire attempt overlooks in `kept` */
+#else
+#define OWN_KEPT 0
 #endif
 
 byte flags;
@@ -141,7 +152,19 @@ inline withdraw(count) {
     atomic { assert((flags & USERS) >= (count)); flags = flags - (count) }
 }
 
-/* Sets `kept`, unless it is set and no retire is under way; waits if a retire came first. */
+/* Sets `kept`; waits if a retire came first. */
+inline setKept(old) {
+    atomic { old = flags; flags = flags | KEPT };
+#ifndef KEPT_WITHOUT_RETIRING_WAIT
+    if
+    :: (old & RETIRING) != 0 -> (flags & RETIRING) == 0
+    :: else -> skip
+    fi;
+#endif
+    old = 0
+}
+
+/* Sets `kept`, unless it is set and no retire is under way. */
 inline keep(old) {
     if
 #ifdef KEPT_LOOK_IGNORES_RETIRING
@@ -149,15 +172,7 @@ inline keep(old) {
 #else
     :: (flags & (KEPT | RETIRING)) == KEPT -> skip
 #endif
-    :: else ->
-        atomic { old = flags; flags = flags | KEPT };
-#ifndef KEPT_WITHOUT_RETIRING_WAIT
-        if
-        :: (old & RETIRING) != 0 -> (flags & RETIRING) == 0
-        :: else -> skip
-        fi;
-#endif
-        old = 0
+    :: else -> setKept(old)
     fi
 }
 
@@ -183,7 +198,7 @@ inline runJobs(p) {
    kept, and there is nothing to let go. */
 proctype Drain(byte p; bit announced) {
     byte q, f;
-    bit held, won;
+    bit held, won, busy;
     do
     :: atomic { state == 0 -> state = 1 };
         runJobs(q);
@@ -194,7 +209,14 @@ proctype Drain(byte p; bit announced) {
             :: backlog[p] == 0 -> draining[p] = 0; break
             :: else -> skip
             fi
-        }
+        };
+        /* Busy (`batchesOfABusyDrain`, here any number): a counted drain keeps the side, so that
+           submissions skip counting themselves; it still holds its count, and leaves it at its
+           end, which finds `kept` and doesn't retire. */
+        if
+        :: announced && !busy -> setKept(f); busy = 1
+        :: true -> skip
+        fi
     od;
     if
     :: !announced -> goto done
@@ -219,9 +241,9 @@ proctype Drain(byte p; bit announced) {
         f = flags;
         if
 #ifdef RETIRE_IGNORES_JOBS
-        :: (f & USERS) == DRAIN_USERS && (f & (KEPT | RETIRING)) == 0 ->
+        :: (f & USERS) == DRAIN_USERS && (f & (KEPT | RETIRING) & ~OWN_KEPT) == 0 ->
 #else
-        :: (f & USERS) == DRAIN_USERS && (f & (JOBS | KEPT | RETIRING)) == 0 ->
+        :: (f & USERS) == DRAIN_USERS && (f & (JOBS | KEPT | RETIRING) & ~OWN_KEPT) == 0 ->
 #endif
             atomic {
                 if
