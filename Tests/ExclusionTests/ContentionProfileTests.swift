@@ -51,8 +51,8 @@ private let rounds = 6
 /// is waiting and lets go `holdMilliseconds` after that, so the second waits about that long,
 /// however late a busy machine lets it arrive; inside, the second sleeps half as long, which is not
 /// part of its wait. Both threads are plain threads started by the round itself, so a busy task
-/// pool can't make the waiter arrive after the hold. Both also access `cold`, one after the other, never at once. Returns the
-/// profile's report and the waiter's own measure of its waits.
+/// pool can't make the waiter arrive after the hold. Both also access `cold`, one after the other,
+/// never at once. Returns the profile's report and the waiter's own measure of its waits.
 private func knownWorkload(hot: Exclusive<Int>, cold: Exclusive<Int>) async throws -> (ContentionReport, Duration) {
     let profile = ContentionProfile.start(sampling: .all)
     var measured = Duration.zero
