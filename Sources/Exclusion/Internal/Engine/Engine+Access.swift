@@ -186,7 +186,7 @@ extension _Engine {
     /// Runs everything submitted so far, with the state held exclusively.
     @usableFromInline @inline(never)
     func _runJobs(_ outbox: inout Outbox) {
-        _withSide { $0.backlog.runAll(&outbox, apply: _apply) }
+        _withSide { $0.runAll(&outbox, apply: _apply) }
     }
 
     /// Applies a plain asynchronous body; call with the state held exclusively.
@@ -228,7 +228,7 @@ extension _Engine {
     @usableFromInline
     func _releaseExclusiveDelivering(_ deliveries: consuming Outbox) {
         let announced = _announceSideUser()
-        _backlog.release(handingOut: deliveries) { _lock.unlockExclusive() }
+        _withSide { [deliveries] in $0.release(handingOut: deliveries) { _lock.unlockExclusive() } }
         _leaveSide(announced)
     }
 
@@ -237,7 +237,7 @@ extension _Engine {
             _lock.unlockShared(ticket)
         } else {
             let announced = _announceSideUser()
-            _backlog.release(handingOut: deliveries) { _lock.unlockShared(ticket) }
+            _withSide { [deliveries] in $0.release(handingOut: deliveries) { _lock.unlockShared(ticket) } }
             _leaveSide(announced)
         }
     }

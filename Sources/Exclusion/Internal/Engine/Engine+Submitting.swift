@@ -132,7 +132,7 @@ extension _Engine {
     func _enqueue(_ job: _Backlog<Plain>.Job) {
         let work = _releaseWork  // the words, found once
         let announced = work.announceSideUser()  // Engine+Side.swift
-        guard let queue = _withSide(at: work.words, { $0.backlog.submit(job, label: label) }) else {
+        guard let queue = _withSide(at: work.words, { $0.submit(job, label: label) }) else {
             return work.leaveSide(announced)
         }
         // The drain holds the instance until it is done, since jobs in the backlog run only while
@@ -156,7 +156,7 @@ extension _Engine {
             batches += 1
             // Busy with submitted work: from now on, submissions skip counting themselves.
             if announced, batches == _Flags.batchesOfABusyDrain { _keepSide() }
-            if Lock.sharesAccess, _backlog.nextIsShared() == true {
+            if Lock.sharesAccess, _withSide({ $0.nextIsShared() }) == true {
                 // If a synchronous access takes these jobs first, this batch is just empty.
                 // Watched like the exclusive drain's wait, and likewise not profiled.
                 let ticket =
@@ -164,13 +164,13 @@ extension _Engine {
                     ?? _waitShared(thread, before: nil, file: "(asynchronous work)", line: 0, observers: .watch)!
                 thread.enter(_identity, .shared)
                 var deliveries = Outbox()
-                _backlog.runLeadingShared(&deliveries, apply: _apply)
+                _withSide { $0.runLeadingShared(&deliveries, apply: _apply) }
                 thread.leave()
                 _releaseShared(ticket, deliveries)
             } else {
                 releaseExclusively(thread, takeExclusively(thread, profiled: false))
             }
-        } while !_backlog.finishDrain()
+        } while !_withSide({ $0.finishDrain() })
         _endDrain(thread, announced: announced)
     }
 }

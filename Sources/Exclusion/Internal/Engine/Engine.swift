@@ -237,6 +237,8 @@ struct _Engine<State, Lock: _EngineLock>: @unchecked Sendable {
         return _existingSide!
     }
 
+    /// The backlog, retained: for tests. The engine's own paths call it through `_withSide`, since a
+    /// retain and a release on every submission and batch fight over the side object's line.
     var _backlog: _Backlog<Plain> { _side.backlog }
 
     /// Runs `body` with the side structures, made now if they aren't yet, without retaining them:
