@@ -129,14 +129,14 @@ public struct ScheduleExplorer<Model: SequentialModel>: Sendable {
     public var stepTimeLimit: Duration = .seconds(10)
     /// How long, once no thread can go on, the explorer waits for something it doesn't run (a
     /// callback on a dispatch queue, another executor) to resume a suspended task, before it
-    /// reports the schedule stuck. A sleep that virtual time ends comes back within it too: the
-    /// runtime resumes the sleeper through Swift's shared pool, so a pool that other work keeps
-    /// busy for longer than this fails the schedule. A task that nothing will ever resume (a
-    /// continuation lost, or resumed by nobody) fails its schedule after this long. So does a
-    /// deadlock in a schedule where a child task has ended: Swift tells an executor nothing when
-    /// a task ends, so a child task with no job may be waiting. A task waiting in an instance's
-    /// line, for its turn or a condition, is known to wait for the explored threads: a deadlock
-    /// of such tasks is reported at once.
+    /// reports the schedule stuck. A sleep that virtual time ends is sure to come back, but the
+    /// runtime resumes the sleeper through Swift's shared pool, which other work can keep busy:
+    /// it gets ``stepTimeLimit`` instead, or this if that is longer. A task that nothing will
+    /// ever resume (a continuation lost, or resumed by nobody) fails its schedule after this
+    /// long. So does a deadlock in a schedule where a child task has ended: Swift tells an
+    /// executor nothing when a task ends, so a child task with no job may be waiting. A task
+    /// waiting in an instance's line, for its turn or a condition, is known to wait for the
+    /// explored threads: a deadlock of such tasks is reported at once.
     public var outsideWaitLimit: Duration = .seconds(10)
     /// Whether a lock-order inversion counts as a failure.
     public var lockOrder = LockOrderChecking.asExclusionDoes

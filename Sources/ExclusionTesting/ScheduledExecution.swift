@@ -398,15 +398,17 @@ extension ScheduledExecution {
     /// schedule takes it here, where nothing else can run, the same way every time it runs.
     ///
     /// A task asleep comes first, if no job waits: virtual time moves on to the end of the
-    /// earliest sleep, whose task goes on, as if every step took no time at all.
+    /// earliest sleep, whose task goes on, as if every step took no time at all. Its task comes
+    /// back through the shared pool, which a busy machine can keep waiting; it is sure to come, so
+    /// it gets a step's time (`stepLimit`), not the wait for what may never come.
     func awaitArrival() -> Bool {
         let (executor, mayWaitOutside) = lock.withLock {
             (entities.lazy.compactMap(\.executor).first, entities.contains { self.mayWaitOutside($0) })
         }
         guard let executor else { return false }
         let slept = !executor.hasArrivals && executor.wakeNextSleeper()
-        guard mayWaitOutside || slept || executor.hasArrivals,
-            let owner = executor.awaitArrival(within: executor.hasArrivals ? .zero : outsideWaitLimit)
+        let limit = executor.hasArrivals ? .zero : slept ? max(stepLimit, outsideWaitLimit) : outsideWaitLimit
+        guard mayWaitOutside || slept || executor.hasArrivals, let owner = executor.awaitArrival(within: limit)
         else { return false }
         lock.withLock {
             if slept {

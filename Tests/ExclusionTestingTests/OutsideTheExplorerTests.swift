@@ -99,6 +99,27 @@ struct OutsideTheExplorerTests {
         #expect(report.passed && report.isExhaustive, "\(report)")
     }
 
+    @Test func aSleepTheExplorerEndedIsWaitedForAsAStepIs() async throws {
+        // The task of a sleep that the explorer ended comes back through the shared pool, which a
+        // busy machine can keep waiting; it is sure to come, so the explorer gives it a step's time,
+        // not the wait for what may never come. With no wait at all for that, the sleepers still
+        // wake, and in order.
+        let report = try await explore(outsideWaitLimit: .zero) { threads in
+            let woke = Exclusive([Int](), label: "woke")
+            for (thread, hours) in [3, 1, 2].enumerated() {
+                threads.spawn {
+                    try await Task.sleep(for: .seconds(3_600 * hours))
+                    await woke.access { $0.append(thread) }
+                }
+            }
+            threads.finally {
+                let order = woke.access { $0 }
+                if order != [1, 2, 0] { throw WokeOutOfOrder(order: order) }
+            }
+        }
+        #expect(report.passed && report.isExhaustive, "\(report)")
+    }
+
     @Test func aSleepThatEndsIsAStepOfTheSchedule() async throws {
         // A lost update across a sleep: the table shows where the sleep ended.
         let report = try await explore(bound: 1) { threads in
