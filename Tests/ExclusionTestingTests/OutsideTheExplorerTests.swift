@@ -47,6 +47,24 @@ private struct WokeOutOfOrder: Error, CustomStringConvertible {
     var description: String { "the threads woke in the order \(order), not [1, 2, 0]" }
 }
 
+#if !canImport(Darwin)
+/// Three threads that sleep 3, 1 and 2 hours and then note that they woke; the schedule fails
+/// unless they woke in the order of their deadlines.
+private func threeSleepers(_ threads: ScheduleThreads) {
+    let woke = Exclusive([Int](), label: "woke")
+    for (thread, hours) in [3, 1, 2].enumerated() {
+        threads.spawn {
+            try await Task.sleep(for: .seconds(3_600 * hours))
+            await woke.access { $0.append(thread) }
+        }
+    }
+    threads.finally {
+        let order = woke.access { $0 }
+        if order != [1, 2, 0] { throw WokeOutOfOrder(order: order) }
+    }
+}
+#endif
+
 private struct Lost: Error, CustomStringConvertible {
     let total: Int
     var expected = 2
@@ -83,19 +101,7 @@ struct OutsideTheExplorerTests {
 
     #if !canImport(Darwin)
     @Test func sleepsTakeNoTimeAndEndInTheOrderOfTheirDeadlines() async throws {
-        let report = try await explore { threads in
-            let woke = Exclusive([Int](), label: "woke")
-            for (thread, hours) in [3, 1, 2].enumerated() {
-                threads.spawn {
-                    try await Task.sleep(for: .seconds(3_600 * hours))
-                    await woke.access { $0.append(thread) }
-                }
-            }
-            threads.finally {
-                let order = woke.access { $0 }
-                if order != [1, 2, 0] { throw WokeOutOfOrder(order: order) }
-            }
-        }
+        let report = try await explore { threeSleepers($0) }
         #expect(report.passed && report.isExhaustive, "\(report)")
     }
 
@@ -104,19 +110,7 @@ struct OutsideTheExplorerTests {
         // busy machine can keep waiting; it is sure to come, so the explorer gives it a step's time,
         // not the wait for what may never come. With no wait at all for that, the sleepers still
         // wake, and in order.
-        let report = try await explore(outsideWaitLimit: .zero) { threads in
-            let woke = Exclusive([Int](), label: "woke")
-            for (thread, hours) in [3, 1, 2].enumerated() {
-                threads.spawn {
-                    try await Task.sleep(for: .seconds(3_600 * hours))
-                    await woke.access { $0.append(thread) }
-                }
-            }
-            threads.finally {
-                let order = woke.access { $0 }
-                if order != [1, 2, 0] { throw WokeOutOfOrder(order: order) }
-            }
-        }
+        let report = try await explore(outsideWaitLimit: .zero) { threeSleepers($0) }
         #expect(report.passed && report.isExhaustive, "\(report)")
     }
 
