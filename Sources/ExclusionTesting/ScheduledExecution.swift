@@ -47,6 +47,9 @@ final class ScheduledExecution: @unchecked Sendable {
     var usedUnseen = false
     /// Whether a task was resumed from outside the explorer; the report says so.
     var resumedFromOutside = false
+    /// How long the last wait for an arrival lasted, for the stuck report: a step's time for a
+    /// sleeper the explorer woke, `outsideWaitLimit` otherwise (`awaitArrival`).
+    private var arrivalWait: Duration?
     /// The entity running now, or that ran last.
     var running = 0
     /// The tries that yielded in a row (gave up, or polled again), with no step of any other kind
@@ -408,6 +411,7 @@ extension ScheduledExecution {
         guard let executor else { return false }
         let slept = !executor.hasArrivals && executor.wakeNextSleeper()
         let limit = executor.hasArrivals ? .zero : slept ? max(stepLimit, outsideWaitLimit) : outsideWaitLimit
+        lock.withLock { arrivalWait = limit }
         guard mayWaitOutside || slept || executor.hasArrivals, let owner = executor.awaitArrival(within: limit)
         else { return false }
         lock.withLock {
@@ -443,7 +447,7 @@ extension ScheduledExecution {
             guard outside.isEmpty else {
                 let names = outside.map(\.name).joined(separator: " and ")
                 failure = .stuck(
-                    "no thread can go on, and nothing came within \(outsideWaitLimit) to resume the task of \(names), "
+                    "no thread can go on, and nothing came within \(arrivalWait ?? outsideWaitLimit) to resume the task of \(names), "
                         + "which waits for something the explorer doesn't run (a continuation never resumed, a "
                         + "callback, another executor): " + lines)
                 return
