@@ -19,18 +19,11 @@ command -v valgrind >/dev/null || { echo "icount.sh needs valgrind" >&2; exit 1;
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
+# shellcheck source=../driver.sh
+source "$here/../driver.sh"
+
 build() {  # build SIDE CHECKOUT: the driver against CHECKOUT, as $work/SIDE.bin
-    mkdir -p "$work/driver-$1/Sources/icount"
-    cp "$here/main.swift" "$work/driver-$1/Sources/icount/main.swift"
-    cat >"$work/driver-$1/Package.swift" <<PACKAGE
-// swift-tools-version:6.0
-import PackageDescription
-let package = Package(
-    name: "icount", platforms: [.macOS(.v15)], dependencies: [.package(path: "$2")],
-    targets: [.executableTarget(name: "icount", dependencies: [.product(name: "Exclusion", package: "$(basename "$2")")])])
-PACKAGE
-    swift build -c release --package-path "$work/driver-$1" >"$work/$1.log" 2>&1 || { cat "$work/$1.log" >&2; exit 1; }
-    cp "$work/driver-$1/.build/release/icount" "$work/$1.bin"
+    build_driver icount "$here/main.swift" "$1" "$2"
     strip --strip-debug "$work/$1.bin"
 }
 

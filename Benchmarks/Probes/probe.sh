@@ -16,18 +16,11 @@ if [[ "${1:-}" == "--base" ]]; then base="$(cd "$2" && pwd)"; shift 2; fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
+# shellcheck source=../driver.sh
+source "$here/../driver.sh"
+
 build() {  # build SIDE CHECKOUT: the driver against CHECKOUT, as $work/SIDE.bin
-    mkdir -p "$work/driver-$1/Sources/probe"
-    cp "$here/main.swift" "$work/driver-$1/Sources/probe/main.swift"
-    cat >"$work/driver-$1/Package.swift" <<PACKAGE
-// swift-tools-version:6.0
-import PackageDescription
-let package = Package(
-    name: "probe", platforms: [.macOS(.v15)], dependencies: [.package(path: "$2")],
-    targets: [.executableTarget(name: "probe", dependencies: [.product(name: "Exclusion", package: "$(basename "$2")")])])
-PACKAGE
-    swift build -c release --package-path "$work/driver-$1" >"$work/$1.log" 2>&1 || { cat "$work/$1.log" >&2; exit 1; }
-    cp "$work/driver-$1/.build/release/probe" "$work/$1.bin"
+    build_driver probe "$here/main.swift" "$1" "$2"
 }
 
 build this "$root"
