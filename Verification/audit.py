@@ -81,6 +81,14 @@ PLANTS = {
         "serving: while false, _releaseWork.hasSleepers {",
         ["WaitingTests"],
     ),
+    "wait-spin-no-recheck": (
+        "a conditional wait's spin runs the body without checking the condition again",
+        "Sources/Exclusion/Internal/Waiting/Engine+Conditions.swift",
+        "            if condition(_state.pointee) { return (outbox, true) }",
+        "            if true || condition(_state.pointee) { return (outbox, true) }",
+        # Not the whole suite: with this plant, a consumer takes from an empty queue and waits for ever.
+        ["aBodyRunsOnlyWhileItsConditionHolds", "aConditionThatTurnsTrueWhileTheThreadSpinsRunsWithoutSleeping"],
+    ),
     "wait-no-recheck": (
         "a woken thread runs its body without checking its condition again",
         "Sources/Exclusion/Internal/Waiting/Engine+Conditions.swift",

@@ -1,12 +1,16 @@
 import Dispatch
 import Exclusion
+import Foundation
+import Synchronization
 
 // The throwaway drivers behind "Issue 44" in Benchmarks/README.md, kept so that their numbers can
 // be run again (`probe.sh`). Usage: probe KIND [SHIFT], where KIND is
 // - access: 100,000,000 `access { $0 &+= 1 }` on one instance, made after SHIFT small allocations
 //   so that it lands elsewhere in its cache line; prints the instance's place and ns per access;
 // - submit: 10 instances, each given 1,000,000 `accessAsync { $0 &+= 1 }` and then one access;
-//   prints each instance's milliseconds (ns per submission, since there are a million).
+//   prints each instance's milliseconds (ns per submission, since there are a million);
+// - wakeup: 300,000 wake-ups of a waiting thread, as the benchmark "wake-up,
+//   Exclusive.access(when:)" times them; prints ns per wake-up for each 100,000.
 
 /// Keeps a result alive, so that the optimizer can't drop the loop that made it.
 @inline(never) func keep(_ value: Int) {
@@ -37,6 +41,38 @@ case "submit":
         milliseconds.append(Int(DispatchTime.now().uptimeNanoseconds - start) / 1_000_000)
     }
     print("ms per million submissions: \(milliseconds)")
+case "wakeup":
+    // The benchmark's "wake-up, Exclusive.access(when:)": a waiter thread waits, round after round,
+    // for the state to reach the round; this thread changes it as soon as the waiter said it
+    // waits, and spins until the waiter's body has started. Prints ns per wake-up, per 100,000.
+    let round = Exclusive(0, label: "round")
+    let waiting = Atomic<Int>(0)
+    let started = Atomic<Int>(0)
+    let rounds = 300_000
+    Thread {
+        for target in 1...rounds {
+            try! round.access(
+                when: { value in
+                    if value != target { waiting.store(target, ordering: .sequentiallyConsistent) }
+                    return value == target
+                }
+            ) { _ in started.store(target, ordering: .sequentiallyConsistent) }
+        }
+    }.start()
+    var nanoseconds: [Int] = []
+    var total: UInt64 = 0
+    for target in 1...rounds {
+        while waiting.load(ordering: .sequentiallyConsistent) != target {}
+        let start = DispatchTime.now().uptimeNanoseconds
+        round.access { $0 = target }
+        while started.load(ordering: .sequentiallyConsistent) != target {}
+        total += DispatchTime.now().uptimeNanoseconds - start
+        if target % 100_000 == 0 {
+            nanoseconds.append(Int(total / 100_000))
+            total = 0
+        }
+    }
+    print("ns per wake-up: \(nanoseconds)")
 default:
-    fatalError("usage: probe access [SHIFT] | probe submit")
+    fatalError("usage: probe access [SHIFT] | probe submit | probe wakeup")
 }

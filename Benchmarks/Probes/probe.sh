@@ -6,7 +6,7 @@
 #
 # Usage, from anywhere: bash Benchmarks/Probes/probe.sh [--base DIR] [KIND [SHIFT]]
 #   DIR is the root of the other checkout (`git worktree add /tmp/base 047eb64`); KIND is access
-#   (the default) or submit, SHIFT as main.swift says. Three rounds.
+#   (the default), submit or wakeup, SHIFT as main.swift says. Three rounds.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"

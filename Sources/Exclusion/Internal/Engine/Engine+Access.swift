@@ -40,8 +40,9 @@ extension _Engine {
 
     /// Takes the state exclusively by `deadline` (as long as it takes if nil), and runs everything
     /// submitted earlier; nil, not holding it, if the deadline passed first. The entry isn't
-    /// noted: a conditional access notes it once its condition holds.
-    @usableFromInline
+    /// noted: a conditional access notes it once its condition holds. Inlinable for the spin of a
+    /// conditional wait, which takes the state again at every look (`Engine+Conditions.swift`).
+    @inlinable
     func takeExclusively(
         _ thread: _CurrentThread, before deadline: _Deadline?, file: StaticString, line: UInt
     ) -> Outbox? {
@@ -72,7 +73,15 @@ extension _Engine {
             if _watchesWaits { _noteEntry(file: file, line: line) }
             return outbox
         }
-        return try _waitForCondition(thread, until: condition, limit: limit, file: file, line: line, outbox)
+        // A wait nothing observes (no watch, no profile, no schedule explorer) spins in code
+        // specialized for the state, as the accesses it waits for run: each look takes the state
+        // again, and the look that finds the change is most of a wake-up.
+        guard !_watchesWaits, !thread._isScheduled, !_Contention.isOn else {
+            return try _waitForCondition(thread, until: condition, limit: limit, file: file, line: line, outbox)
+        }
+        let spun = try _spinForCondition(thread, until: condition, limit: limit, file: file, line: line, outbox)
+        if spun.holds { return spun.outbox }
+        return try _blockForCondition(thread, until: condition, limit: limit, file: file, line: line, spun.outbox)
     }
 
     /// Takes the state exclusively if that needs no waiting, and runs what was submitted earlier;

@@ -37,11 +37,33 @@ extension _Engine {
             thread, until: condition, limit: limit, file: file, line: line, outbox)
     }
 
-    /// `_waitForCondition` itself.
+    /// `_waitForCondition` itself, once its observers are set up.
     private func _spinThenBlock(
         _ thread: _CurrentThread, until condition: @Sendable (State) -> Bool, limit: _TimeLimit?,
         file: StaticString, line: UInt, _ outbox: Outbox
     ) throws(TimeoutError) -> Outbox {
+        let spun = try _spinForCondition(thread, until: condition, limit: limit, file: file, line: line, outbox)
+        guard spun.holds else {
+            return try _blockForCondition(thread, until: condition, limit: limit, file: file, line: line, spun.outbox)
+        }
+        if _watchesWaits { _noteEntry(file: file, line: line) }
+        return spun.outbox
+    }
+
+    /// The spin of a conditional wait, with the state held and its condition false: lets go of the
+    /// state, spins, takes it again and checks, until the condition holds or the spin ends. Returns
+    /// holding the state, and whether the condition holds; throws, not holding it, if `limit`
+    /// passed while it waited for the state.
+    ///
+    /// Inlinable, and so specialized for the state in the caller's module, where a wait that
+    /// nothing observes calls it (`waitExclusively`): generic code reaches the lock, the words and
+    /// the state through the type's metadata at every look. Not inlined, so that every call site
+    /// doesn't carry the loop.
+    @inlinable @inline(never)
+    func _spinForCondition(
+        _ thread: _CurrentThread, until condition: @Sendable (State) -> Bool, limit: _TimeLimit?,
+        file: StaticString, line: UInt, _ outbox: Outbox
+    ) throws(TimeoutError) -> (outbox: Outbox, holds: Bool) {
         var outbox = outbox
         var backoff = exclusion_backoff()
         var spinning = true
@@ -53,15 +75,21 @@ extension _Engine {
                 throw limit!.error(on: label, waitingFor: .stateHeld)
             }
             outbox = again
-            if condition(_state.pointee) {
-                if _watchesWaits { _noteEntry(file: file, line: line) }
-                return outbox
-            }
+            if condition(_state.pointee) { return (outbox, true) }
         }
-        let held = outbox
+        return (outbox, false)
+    }
+
+    /// The rest of a conditional wait once its spin ended with the condition false, the state
+    /// held: it joins the wait list and sleeps (`_block`).
+    @usableFromInline
+    func _blockForCondition(
+        _ thread: _CurrentThread, until condition: @Sendable (State) -> Bool, limit: _TimeLimit?,
+        file: StaticString, line: UInt, _ outbox: Outbox
+    ) throws(TimeoutError) -> Outbox {
         let result: Result<Outbox, TimeoutError> = withoutActuallyEscaping(condition) { condition in
             Result { () throws(TimeoutError) -> Outbox in
-                try _block(thread, until: condition, limit: limit, file: file, line: line, held)
+                try _block(thread, until: condition, limit: limit, file: file, line: line, outbox)
             }
         }
         return try result.get()
