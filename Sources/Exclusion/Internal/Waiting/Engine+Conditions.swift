@@ -5,8 +5,10 @@ import Synchronization
 // MARK: - Blocking until a condition holds
 
 extension _Engine {
-    /// The rest of `waitExclusively(_:until:limit:file:line:)` once the condition was false: out of
-    /// line, so that an access whose condition holds costs what a plain access does.
+    /// The rest of `waitExclusively(_:until:limit:file:line:)` once the condition was false, for a
+    /// wait that something observes (the stuck-wait watch, a profile, a schedule explorer): out of
+    /// line, so that an access whose condition holds costs what a plain access does. A wait nothing
+    /// observes goes straight to the spin and the block (`_spinForCondition`, `_blockForCondition`).
     ///
     /// Before it sleeps, the thread spins (the back-off's spin, `ExclusionShims.h`), letting go of
     /// the state and checking again now and then. Going to sleep and being woken costs more than
