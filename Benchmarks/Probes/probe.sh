@@ -6,7 +6,7 @@
 #
 # Usage, from anywhere: bash Benchmarks/Probes/probe.sh [--base DIR] [KIND [SHIFT]]
 #   DIR is the root of the other checkout (`git worktree add /tmp/base 047eb64`); KIND is access
-#   (the default), submit or wakeup, SHIFT as main.swift says. Three rounds.
+#   (the default), submit or wakeup, SHIFT as main.swift says. Three rounds, or PROBE_ROUNDS.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -25,7 +25,7 @@ build() {  # build SIDE CHECKOUT: the driver against CHECKOUT, as $work/SIDE.bin
 
 build this "$root"
 [[ -n "$base" ]] && build base "$base"
-for round in 1 2 3; do
+for round in $(seq 1 "${PROBE_ROUNDS:-3}"); do
     [[ -n "$base" ]] && echo "base, round $round: $("$work/base.bin" "$@")"
     echo "this, round $round: $("$work/this.bin" "$@")"
 done
