@@ -10,7 +10,10 @@ import Synchronization
 // - submit: 10 instances, each given 1,000,000 `accessAsync { $0 &+= 1 }` and then one access;
 //   prints each instance's milliseconds (ns per submission, since there are a million);
 // - wakeup: 300,000 wake-ups of a waiting thread, as the benchmark "wake-up,
-//   Exclusive.access(when:)" times them; prints ns per wake-up for each 100,000.
+//   Exclusive.access(when:)" times them; prints ns per wake-up for each 100,000;
+// - values: 10,000,000 `access { $0 &+= 1 }` while a task's `for await` loop over `values` takes
+//   the newest value, as the benchmark "Exclusive.access, one values consumer" has it; prints ns
+//   per access and how many values the loop was given.
 
 /// Keeps a result alive, so that the optimizer can't drop the loop that made it.
 @inline(never) func keep(_ value: Int) {
@@ -73,6 +76,28 @@ case "wakeup":
         }
     }
     print("ns per wake-up: \(nanoseconds)")
+case "values":
+    let counter = Exclusive(0)
+    let count = 10_000_000
+    let given = Atomic<Int>(0)
+    let started = DispatchSemaphore(value: 0)
+    let done = DispatchSemaphore(value: 0)
+    Task.detached {
+        var iterator = counter.values { $0 }.makeAsyncIterator()
+        var value = await iterator.next(isolation: nil)
+        started.signal()
+        while let seen = value, seen != count {
+            value = await iterator.next(isolation: nil)
+            given.add(1, ordering: .relaxed)
+        }
+        done.signal()
+    }
+    started.wait()
+    let start = DispatchTime.now().uptimeNanoseconds
+    for _ in 0..<count { counter.access { $0 &+= 1 } }
+    done.wait()
+    let nanoseconds = Double(DispatchTime.now().uptimeNanoseconds - start) / Double(count)
+    print("\(nanoseconds) ns per access, \(given.load(ordering: .relaxed)) values given")
 default:
-    fatalError("usage: probe access [SHIFT] | probe submit | probe wakeup")
+    fatalError("usage: probe access [SHIFT] | probe submit | probe wakeup | probe values")
 }

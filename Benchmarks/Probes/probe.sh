@@ -6,7 +6,8 @@
 #
 # Usage, from anywhere: bash Benchmarks/Probes/probe.sh [--base DIR] [KIND [SHIFT]]
 #   DIR is the root of the other checkout (`git worktree add /tmp/base 047eb64`); KIND is access
-#   (the default), submit or wakeup, SHIFT as main.swift says. Three rounds, or PROBE_ROUNDS.
+#   (the default), submit, wakeup or values, SHIFT as main.swift says. Three rounds, or
+#   PROBE_ROUNDS; PORTABLE=1 builds both with EXCLUSION_PORTABLE_LOCK (`driver.sh`).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
