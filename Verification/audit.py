@@ -243,6 +243,13 @@ PLANTS = {
         "    private var _profile: UnsafeMutablePointer<_ProfileNotes>?\n    let spareWords = Atomic<UInt>(0), moreSpareWords = Atomic<UInt>(0)\n",
         ["EngineStorageTests"],
     ),
+    "kept-side-drops-drain-queue": (
+        "a drain that ends lets its queue go even where the side structures are kept, so every drain of a values loop's turn makes a queue",
+        "Sources/Exclusion/Internal/Engine/Backlog.swift",
+        "        if !_releaseWork.keepsSide { _drainQueue = nil }\n",
+        "        _drainQueue = nil\n",
+        ["EngineStorageTests"],
+    ),
     "side-retired-under-users": (
         "a drain that ends lets the side structures go while other threads count themselves as their users",
         "Sources/Exclusion/Internal/Engine/Engine+Side.swift",

@@ -110,6 +110,23 @@ struct EngineStorageTests {
         #expect(await counter.access { $0 } == 2)
     }
 
+    @Test func sideStructuresThatAreKeptKeepTheirDrainQueueBetweenDrains() async {
+        // An instance whose side structures are kept (here as a condition's wait would keep them)
+        // is drained again and again, each turn of a `values` loop being a submission: its drains
+        // run on one queue, not on a new one each.
+        let counter = Exclusive(0)
+        counter._engine._withKeptSide { _ in }
+        var queues: [ObjectIdentifier?] = []
+        for round in 1...3 {
+            let side = await sideStructuresOfASubmittedJob(counter)
+            #expect(await eventually(for: "drain \(round) to end") { !side.backlog._drainIsScheduled })
+            queues.append(side.backlog._drainQueueIdentity)
+        }
+        #expect(queues[0] != nil)
+        #expect(Set(queues).count == 1, "the drains ran on \(Set(queues).count) queues")
+        #expect(await counter.access { $0 } == 3)
+    }
+
     @Test func theSideStructuresAreOneSmallObjectWithTheBacklogInIt() async {
         // The side object, of 72 bytes: 80 where the allocator rounds to 16. (The backlog's two locks
         // are one allocation more, apart from the instance's words: see `_Backlog`.) The smallest
@@ -151,9 +168,8 @@ struct EngineStorageTests {
             let backlog = counter._engine._backlog
             gate.signal()
             #expect(await counter.access { $0 } == 1_000)
-            // Once the drain has ended (its queue gone), nothing is coming: the backlog keeps no
-            // room.
-            let ended = await eventually(for: "the drain to end") { !backlog._holdsDrainQueue }
+            // Once the drain has ended, nothing is coming: the backlog keeps no room.
+            let ended = await eventually(for: "the drain to end") { !backlog._drainIsScheduled }
             #expect(ended)
             let room = await counter.access { _ in backlog._room }
             #expect(room == 0, "the backlog keeps room for \(room) jobs once a burst of 1,000 is over")

@@ -23,8 +23,8 @@ import Synchronization
 @usableFromInline
 class _Backlog<Body>: @unchecked Sendable {
     // @unchecked: _jobs and _drainQueue are only touched while _lock is held;
-    // _spare only by the consumer, which holds the instance's state exclusively; the jobs flag in
-    // the instance's words is atomic, and only changed while _lock is held.
+    // _spare only by the consumer, which holds the instance's state exclusively; the jobs and
+    // drainScheduled flags in the instance's words are atomic, and only changed while _lock is held.
 
     @usableFromInline
     enum Job {
@@ -50,12 +50,17 @@ class _Backlog<Body>: @unchecked Sendable {
     /// Held for a few instructions at a time (an append, a swap): it spins, then parks.
     private final var _lock: _Lock { _Lock(_locks) }
     private var _jobs: [Job] = []
-    /// Where drains run, made when a drain is scheduled and let go when it ends: there is one
-    /// exactly while a drain is scheduled or running. A serial queue of the instance's own, not a
-    /// global queue: a drain blocks while a synchronous access holds the state, and a
-    /// blocked serial queue gets a thread of its own, instead of taking one from the pool that Swift
-    /// concurrency and the rest of the program share (where a few blocked drains would stall every
-    /// task until the pool grows).
+    /// Where drains run, made when a drain is scheduled and none is left from the last one. A
+    /// serial queue of the instance's own, not a global queue: a drain blocks while a synchronous
+    /// access holds the state, and a blocked serial queue gets a thread of its own, instead of
+    /// taking one from the pool that Swift concurrency and the rest of the program share (where a
+    /// few blocked drains would stall every task until the pool grows).
+    ///
+    /// A drain that ends lets it go, unless the side structures are kept (`_Flags.kept`): an
+    /// instance that waits for conditions, feeds `values` or is busy with submitted work is
+    /// drained again and again (every turn of a `values` loop is a submission), and making a
+    /// queue each time cost more than the drain it ran on Apple platforms, where a drain that
+    /// ends doesn't linger (`Benchmarks/README.md`, "The portable build").
     private var _drainQueue: DispatchQueue?
     private var _spare: [Job] = []
     /// The instance's words, whose jobs flag says whether any job waits here.
@@ -89,12 +94,8 @@ class _Backlog<Body>: @unchecked Sendable {
     }
 
     /// Whether the backlog holds a drain queue, which it makes when it schedules a drain and lets go
-    /// when the drain ends; for tests.
-    final var _holdsDrainQueue: Bool {
-        _lock.lock()
-        defer { _lock.unlock() }
-        return _drainQueue != nil
-    }
+    /// when the drain ends, unless the side structures are kept; for tests.
+    final var _holdsDrainQueue: Bool { _drainQueueIdentity != nil }
 
     /// Whether any job is waiting. A thread always sees the jobs it submitted itself: only a
     /// consumer clears this, and a consumer holds the state until it has run what it took.
@@ -112,6 +113,16 @@ class _Backlog<Body>: @unchecked Sendable {
         deliveryLock.unlock()
     }
 
+    /// Whether a drain is scheduled or running; for tests, which wait for one to end.
+    final var _drainIsScheduled: Bool { _releaseWork.drainIsScheduled }
+
+    /// The drain queue, if the backlog holds one; for tests.
+    final var _drainQueueIdentity: ObjectIdentifier? {
+        _lock.lock()
+        defer { _lock.unlock() }
+        return _drainQueue.map(ObjectIdentifier.init)
+    }
+
     // MARK: - Submitting
 
     /// Adds a job; returns the queue on which the caller must schedule a drain, if it must.
@@ -120,7 +131,9 @@ class _Backlog<Body>: @unchecked Sendable {
         defer { _lock.unlock() }
         _jobs.append(job)
         _releaseWork.jobsArrive()
-        guard _drainQueue == nil else { return nil }  // a drain is scheduled, and will run the job
+        guard !_releaseWork.drainIsScheduled else { return nil }  // that drain will run the job
+        _releaseWork.drainBegins()
+        if let queue = _drainQueue { return queue }
         let queue = DispatchQueue(label: "Exclusion: \(label())")
         _drainQueue = queue
         return queue
@@ -181,10 +194,11 @@ class _Backlog<Body>: @unchecked Sendable {
         _lock.lock()
         defer { _lock.unlock() }
         guard _jobs.isEmpty else { return false }
-        // Gone quiet: lets its room and its queue go. The next submission makes them again, and
-        // schedules a drain.
+        // Gone quiet: lets its room go, and its queue unless the side structures are kept. The
+        // next submission makes what is gone again, and schedules a drain.
         _jobs = []
-        _drainQueue = nil
+        _releaseWork.drainEnds()
+        if !_releaseWork.keepsSide { _drainQueue = nil }
         return true
     }
 }

@@ -15,7 +15,8 @@ import ExclusionShims
 ///   access holding the state waited while profiled, and its wait is to be recorded once it lets
 ///   go (`Profiling/`);
 /// - `kept`, `retiring`, `retirementWaiter` and, from bit 32, the count of the side structures'
-///   announced users: what lets a quiet instance's side structures go (`Engine+Side.swift`).
+///   announced users: what lets a quiet instance's side structures go (`Engine+Side.swift`);
+/// - `drainScheduled`: a drain of the backlog is scheduled or running (`Backlog.swift`).
 @usableFromInline
 enum _Flags {
     @usableFromInline static var sleepers: UInt64 { (1 << 24) - 1 }
@@ -30,6 +31,10 @@ enum _Flags {
     @usableFromInline static var retiring: UInt64 { 1 << 29 }
     /// A user waits, parked, for a retirement to end.
     @usableFromInline static var retirementWaiter: UInt64 { 1 << 30 }
+    /// A drain is scheduled or running, and will run what is submitted before it ends; only
+    /// changed with the backlog's lock held. Apart from whether the backlog has a drain queue: one
+    /// whose side structures are kept keeps its queue between drains.
+    static var drainScheduled: UInt64 { 1 << 31 }
     /// One announced user of the side structures; 16 bits count them: each thread inside a
     /// submission or a delivery, and each drain scheduled.
     @usableFromInline static var sideUser: UInt64 { 1 << 32 }
@@ -86,4 +91,13 @@ struct _ReleaseWork: @unchecked Sendable {
     @inlinable var hasJobs: Bool { flags & _Flags.jobs != 0 }
     func jobsArrive() { if !hasJobs { exclusion_engine_flags_set(words, _Flags.jobs) } }
     func jobsTaken() { exclusion_engine_flags_clear(words, _Flags.jobs) }
+
+    // MARK: - The backlog's drain, with the backlog's lock held
+
+    var drainIsScheduled: Bool { flags & _Flags.drainScheduled != 0 }
+    func drainBegins() { exclusion_engine_flags_set(words, _Flags.drainScheduled) }
+    func drainEnds() { exclusion_engine_flags_clear(words, _Flags.drainScheduled) }
+    /// Whether the side structures stay as long as the instance (`Engine+Side.swift`): once set,
+    /// `kept` is never cleared.
+    var keepsSide: Bool { flags & _Flags.kept != 0 }
 }
