@@ -13,7 +13,10 @@ import Synchronization
 //   Exclusive.access(when:)" times them; prints ns per wake-up for each 100,000;
 // - values: 10,000,000 `access { $0 &+= 1 }` while a task's `for await` loop over `values` takes
 //   the newest value, as the benchmark "Exclusive.access, one values consumer" has it; prints ns
-//   per access and how many values the loop was given.
+//   per access and how many values the loop was given;
+// - quiet: 20,000 submissions to an instance that has gone quiet since the last (a pause of
+//   200 µs between them, in which its drain ends and its side structures may go), each timed from
+//   `accessAsync` until its job runs; prints the median and the 90th percentile in ns.
 
 /// Keeps a result alive, so that the optimizer can't drop the loop that made it.
 @inline(never) func keep(_ value: Int) {
@@ -98,6 +101,20 @@ case "values":
     done.wait()
     let nanoseconds = Double(DispatchTime.now().uptimeNanoseconds - start) / Double(count)
     print("\(nanoseconds) ns per access, \(given.load(ordering: .relaxed)) values given")
+case "quiet":
+    let counter = Exclusive(0)
+    let ran = Atomic<Int>(0)
+    var nanoseconds: [UInt64] = []
+    for round in 1...20_000 {
+        let start = DispatchTime.now().uptimeNanoseconds
+        counter.accessAsync { _ in ran.store(round, ordering: .releasing) }
+        while ran.load(ordering: .acquiring) != round {}
+        nanoseconds.append(DispatchTime.now().uptimeNanoseconds - start)
+        let pause = DispatchTime.now().uptimeNanoseconds + 200_000
+        while DispatchTime.now().uptimeNanoseconds < pause {}
+    }
+    nanoseconds.sort()
+    print("ns from submission to run: median \(nanoseconds[10_000]), 90th percentile \(nanoseconds[18_000])")
 default:
-    fatalError("usage: probe access [SHIFT] | probe submit | probe wakeup | probe values")
+    fatalError("usage: probe access [SHIFT] | probe submit | probe wakeup | probe values | probe quiet")
 }

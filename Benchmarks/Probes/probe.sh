@@ -6,7 +6,7 @@
 #
 # Usage, from anywhere: bash Benchmarks/Probes/probe.sh [--base DIR] [KIND [SHIFT]]
 #   DIR is the root of the other checkout (`git worktree add /tmp/base 047eb64`); KIND is access
-#   (the default), submit, wakeup or values, SHIFT as main.swift says. Three rounds, or
+#   (the default), submit, wakeup, values or quiet, SHIFT as main.swift says. Three rounds, or
 #   PROBE_ROUNDS; PORTABLE=1 builds both with EXCLUSION_PORTABLE_LOCK (`driver.sh`).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
