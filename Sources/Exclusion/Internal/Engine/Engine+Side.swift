@@ -16,7 +16,8 @@ import ExclusionShims
 ///   which leaves at its end.
 /// - **Keepers.** Anything else that reaches them off the state (the wait list's users: conditional
 ///   and awaited waiters, iterators of `values`, a timer; a profiled wait) sets `kept` first: from
-///   then on the side structures stay as long as the instance, and a keeper needs no count.
+///   then on the side structures stay as long as the instance (and so does the drain queue, once a
+///   drain made one: `Backlog.swift`), and a keeper needs no count.
 ///   Instances that wait for conditions keep them anyway, and their waits stay as cheap as before.
 ///   So does a drain that is still running after `_Flags.batchesOfABusyDrain` batches: an
 ///   instance busy with submitted work would otherwise have every submission count itself in and
