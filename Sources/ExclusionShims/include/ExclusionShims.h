@@ -19,7 +19,8 @@ typedef struct {
     uint32_t index;
     /// How many instances this thread is inside right now.
     uint32_t depth;
-    /// The instances this thread is inside, innermost last (the first EXCLUSION_TRACKED_DEPTH).
+    /// The instances this thread is inside, innermost last (the first EXCLUSION_TRACKED_DEPTH);
+    /// slots from `depth` on are stale.
     const void *held[EXCLUSION_TRACKED_DEPTH];
     /// What the thread parks on while it waits for a condition: `EXCLUSION_WOKEN` once a release
     /// has woken it (`exclusion_wait_woken`).
@@ -78,12 +79,12 @@ static inline const void *exclusion_thread_held_at(const exclusion_thread_record
     return (const void *)((uintptr_t)record->held[level] & ~(uintptr_t)1);
 }
 
-/// Records that the calling thread left the instance it entered last.
+/// Records that the calling thread left the instance it entered last. Its slot in `held` keeps the
+/// instance: everything that reads `held` reads only below `depth`, and the next `enter` at that
+/// level writes the slot again. Clearing it would be one more store on every access, and a store
+/// the lock's next `lock cmpxchg` waits for (Benchmarks/README.md, "Issue 44").
 static inline void exclusion_thread_leave(exclusion_thread_record *record) {
     record->depth -= 1;
-    if (record->depth < EXCLUSION_TRACKED_DEPTH) {
-        record->held[record->depth] = 0;
-    }
 }
 
 /// Tells the processor that this thread is spinning (`pause` on x86, `yield` on Arm): cheaper for
