@@ -140,6 +140,9 @@ public enum ScheduleSeam {
         }
         thread.leave()
         thread.leave()
+        // A leave keeps the slot (`exclusion_thread_leave`), and the marker must not: only an
+        // explored thread's record holds it, at any depth.
+        thread._record.pointee.held.0 = nil
         Unmanaged<_ScheduleSeamBox>.fromOpaque(box).release()
     }
 
@@ -183,7 +186,7 @@ final class _ScheduleSeamBox {
 
 extension _CurrentThread {
     /// Whether a schedule explorer runs this thread: one load and one comparison, as an explored
-    /// thread's outermost entry is the marker.
+    /// thread's outermost entry is the marker (and `releaseCurrentThread` clears it).
     @usableFromInline var _isScheduled: Bool { _record.pointee.held.0 == _scheduleSeamMarker }
 
     /// The controller of a thread a schedule explorer runs; nil on every other thread.
