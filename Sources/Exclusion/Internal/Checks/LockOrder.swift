@@ -43,13 +43,11 @@ enum _LockOrder {
 
     /// Call before `thread` blocks for the instance at `wanted`, named `name`, while it is inside
     /// other instances.
-    @usableFromInline
     static func willAcquire(
-        _ wanted: UnsafeRawPointer, named name: () -> String, holding thread: _CurrentThread, file: StaticString,
-        line: UInt
+        _ wanted: UnsafeRawPointer, named name: () -> String, holding thread: _CurrentThread, at site: _Site
     ) {
         guard isEnabled else { return }
-        graph.record(wanted, name: name, heldBy: thread, at: { "\(file):\(line)" })
+        graph.record(wanted, name: name, heldBy: thread, at: { "\(site.file ?? ""):\(site.line)" })
     }
 
     /// Call when the instance at `instance` goes: its address may be reused, and its edges must not be.

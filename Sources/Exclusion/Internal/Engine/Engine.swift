@@ -316,11 +316,17 @@ extension _MadeByEngine {
     }
 }
 
-/// What the lock-order check and a schedule explorer ask of an instance they find in a thread's
-/// record, by its address: `Exclusive` and `ReadersWriter` answer for their engines.
+/// What the nested check, the lock-order check and a schedule explorer ask of an instance they
+/// know by its address: `Exclusive` and `ReadersWriter` answer for their engines.
 protocol _EngineInstance: AnyObject {
     var _lockOrderName: String { get }
     var _scheduledInstance: ScheduledInstance { get }
+    /// `_Engine._scheduledAccess`, for the nested check (`_checkNested`).
+    func _scheduledAccess(
+        _ thread: _CurrentThread, _ way: _AccessWay, shared: Bool, timed: Bool, _ name: String, at site: _Site
+    ) -> Bool
+    /// `_Engine._stopReentrantAccess`, likewise.
+    func _stopReentrantAccess(attempting attempted: String, holding mode: _CurrentThread.Mode) -> Never
 }
 
 // MARK: - Checks before an access
@@ -346,19 +352,9 @@ extension _Engine {
     func checkNesting(
         _ thread: _CurrentThread, attempting attempted: String, shared: Bool = false, file: StaticString, line: UInt
     ) {
-        if thread.isInsideAny { _checkNested(thread, attempting: attempted, shared: shared, file: file, line: line) }
-    }
-
-    /// Out of line, so that the accesses that hold nothing else stay small enough to inline.
-    @usableFromInline
-    func _checkNested(
-        _ thread: _CurrentThread, attempting attempted: String, shared: Bool, file: StaticString, line: UInt
-    ) {
-        if thread._isScheduled {  // schedule seam
-            _scheduledAccess(thread, .waiting, shared: shared, attempted, at: _Site(file, line))
-            return
+        if thread.isInsideAny {
+            _checkNested(_identity, thread, .waiting, shared: shared, attempting: attempted, at: _Site(file, line))
         }
-        _checkNestedUnscheduled(thread, attempting: attempted, file: file, line: line)
     }
 
     /// `checkNesting` before a wait for the lock that gives up at `limit`, if there is one: a schedule
@@ -368,28 +364,20 @@ extension _Engine {
     func checkNesting(
         _ thread: _CurrentThread, attempting attempted: String, limit: _TimeLimit?, file: StaticString, line: UInt
     ) throws(TimeoutError) {
-        if thread.isInsideAny { try _checkNested(thread, attempting: attempted, limit: limit, file: file, line: line) }
-    }
-
-    /// Out of line, as the other `_checkNested`.
-    @usableFromInline
-    func _checkNested(
-        _ thread: _CurrentThread, attempting attempted: String, limit: _TimeLimit?, file: StaticString, line: UInt
-    ) throws(TimeoutError) {
-        if thread._isScheduled {  // schedule seam
-            let givesUp = _scheduledAccess(
-                thread, .waiting, shared: false, timed: limit != nil, attempted, at: _Site(file, line))
-            if givesUp, let limit { throw limit.error(on: label, waitingFor: .stateHeld) }
-            return
+        if thread.isInsideAny,
+            _checkNested(
+                _identity, thread, .waiting, shared: false, timed: limit != nil, attempting: attempted,
+                at: _Site(file, line)),
+            let limit
+        {
+            throw _givenUp(limit)
         }
-        _checkNestedUnscheduled(thread, attempting: attempted, file: file, line: line)
     }
 
-    /// The checks of a nested access that no explorer runs: re-entrancy, then the lock order.
-    func _checkNestedUnscheduled(_ thread: _CurrentThread, attempting attempted: String, file: StaticString, line: UInt)
-    {
-        checkNotInside(thread, attempting: attempted)
-        _LockOrder.willAcquire(_identity, named: { _lockOrderName }, holding: thread, file: file, line: line)
+    /// The error of a timed access that a schedule explorer had give up.
+    @usableFromInline
+    func _givenUp(_ limit: _TimeLimit) -> TimeoutError {
+        limit.error(on: label, waitingFor: .stateHeld)
     }
 
     /// Before an access that never waits for the lock (it suspends, gives up or submits instead):
@@ -400,26 +388,47 @@ extension _Engine {
         _ thread: _CurrentThread, _ way: _AccessWay, shared: Bool, attempting attempted: String,
         at site: _Site = .none
     ) {
-        if thread.isInsideAny { _checkNestedNotWaiting(thread, way, shared: shared, attempting: attempted, at: site) }
+        if thread.isInsideAny { _checkNested(_identity, thread, way, shared: shared, attempting: attempted, at: site) }
     }
 
-    /// Out of line, as `_checkNested`.
-    @usableFromInline
-    func _checkNestedNotWaiting(
-        _ thread: _CurrentThread, _ way: _AccessWay, shared: Bool, attempting attempted: String, at site: _Site
-    ) {
-        if thread._isScheduled {  // schedule seam
-            _scheduledAccess(thread, way, shared: shared, attempted, at: site)
-            return
-        }
-        // Submitting to the instance it is inside waits for nothing: the work runs after.
-        if way != .submitting { checkNotInside(thread, attempting: attempted) }
-    }
-
-    /// Stops the process if this thread is inside this instance: waiting would never end.
-    @inlinable
-    func checkNotInside(_ thread: _CurrentThread, attempting attempted: String) {
-        guard let mode = thread.mode(in: _identity) else { return }
+    /// Stops the process: this thread, inside this instance in `mode`, attempted another access
+    /// that would wait for itself.
+    func _stopReentrantAccess(attempting attempted: String, holding mode: _CurrentThread.Mode) -> Never {
         _reentrantAccess(type: _typeName, label: label, attempted: attempted, holding: Lock.describe(mode))
     }
+}
+
+/// The checks of an access that begins while its thread is inside an instance (or runs under a
+/// schedule explorer), out of line: the seam first, then re-entrancy for an access that would wait
+/// for itself, then the lock order for one that waits for the lock. Returns true if the explorer
+/// has a timed access (`timed`) give up.
+///
+/// Not generic, and given the instance's address instead of its engine: a generic function takes
+/// the state's and the lock's types as arguments, pushed on the stack, and the lock's `lock
+/// cmpxchg` right after waits for those stores (Benchmarks/README.md, "Issue 44"). What needs the
+/// types (a message, the seam) asks the instance (`_EngineInstance`).
+@usableFromInline @discardableResult
+func _checkNested(
+    _ instance: UnsafeRawPointer, _ thread: _CurrentThread, _ way: _AccessWay, shared: Bool, timed: Bool = false,
+    attempting attempted: String, at site: _Site
+) -> Bool {
+    if thread._isScheduled {  // schedule seam
+        return _engineInstance(at: instance)._scheduledAccess(
+            thread, way, shared: shared, timed: timed, attempted, at: site)
+    }
+    // Submitting to the instance it is inside waits for nothing: the work runs after.
+    guard way != .submitting else { return false }
+    if let mode = thread.mode(in: instance) {
+        _engineInstance(at: instance)._stopReentrantAccess(attempting: attempted, holding: mode)
+    }
+    if way == .waiting {
+        _LockOrder.willAcquire(
+            instance, named: { _engineInstance(at: instance)._lockOrderName }, holding: thread, at: site)
+    }
+    return false
+}
+
+/// The instance at `address`, which a caller inside one of its accesses keeps alive.
+func _engineInstance(at address: UnsafeRawPointer) -> any _EngineInstance {
+    Unmanaged<AnyObject>.fromOpaque(address).takeUnretainedValue() as! any _EngineInstance
 }

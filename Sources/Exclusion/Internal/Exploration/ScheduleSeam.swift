@@ -4,12 +4,13 @@ import ExclusionShims
 // the threads it runs: everything the engine knows of it is in this file, and the engine calls it
 // from five places, each marked `// schedule seam`:
 //
-// 1. `_checkNested` (Engine.swift, in two forms): every synchronous access begins there, before it
-//    takes the lock: `access`, `read`, `write`, their timed and conditional forms. The form for an
-//    access with a time limit throws its `TimeoutError` if the explorer has it give up.
-// 2. `_checkNestedNotWaiting` (Engine.swift): every access that never waits for the lock begins
-//    there: awaited accesses (plain, timed, conditional, a `values` iterator's), `...IfAvailable`
-//    accesses, and work submitted (`accessAsync`, `readAsync`, `writeAsync`, their conditional forms).
+// 1. `_checkNested` (Engine.swift), from `checkNesting`: every synchronous access begins there,
+//    before it takes the lock: `access`, `read`, `write`, their timed and conditional forms. The
+//    form for an access with a time limit throws its `TimeoutError` if the explorer has it give up.
+// 2. `_checkNested` too, from `checkBeforeNotWaiting`: every access that never waits for the lock
+//    begins there: awaited accesses (plain, timed, conditional, a `values` iterator's),
+//    `...IfAvailable` accesses, and work submitted (`accessAsync`, `readAsync`, `writeAsync`, their
+//    conditional forms).
 // 3. `_waitForCondition` (Engine+Conditions.swift): a conditional access found its condition
 //    false.
 // 4. `_enqueue` (Engine+Submitting.swift): submitted work needs a drain.
