@@ -185,17 +185,17 @@ extension _Engine {
     @inlinable @inline(__always)
     func _enteredExclusively(_ thread: _CurrentThread) -> Outbox {
         thread.enter(_identity, .exclusive)
-        var outbox = Outbox()
-        if _releaseWork.hasJobs {
-            _runJobs(&outbox)
-        }
-        return outbox
+        return _releaseWork.hasJobs ? _runJobs() : Outbox()
     }
 
-    /// Runs everything submitted so far, with the state held exclusively.
+    /// Runs everything submitted so far, with the state held exclusively, and returns the outbox
+    /// they delivered to. (Returned, not passed in: an outbox passed by address is a store on the
+    /// stack in every access, before its release.)
     @usableFromInline @inline(never)
-    func _runJobs(_ outbox: inout Outbox) {
+    func _runJobs() -> Outbox {
+        var outbox = Outbox()
         _withSide { $0.runAll(&outbox, apply: _apply) }
+        return outbox
     }
 
     /// Applies a plain asynchronous body; call with the state held exclusively.
