@@ -20,18 +20,22 @@ extension _Engine {
         if !_lock.lockExclusiveIfFree() {
             _ = _waitExclusively(before: nil, file: file, line: line, observers: profiled ? .access : .watch)
         }
-        if _flags & (_Flags.watched | _Flags.reserved) != 0 {
-            _enteringWatchedOrReserved(file: file, line: line, notingEntry: notingEntry)
+        // One look at the flags: an uncontended access finds none of what `onEntry` names.
+        if _flags & _Flags.onEntry != 0 {
+            return _enteringWithWork(thread, file: file, line: line, notingEntry: notingEntry)
         }
-        return _enteredExclusively(thread)
+        thread.enter(_identity, .exclusive)
+        return Outbox()
     }
 
-    /// Past the lock, where waits are watched or the state is promised to a granted waiter: notes
-    /// where this access entered, and lets go until the grantee has run.
+    /// Past the lock, with something to do before the body: notes where this access entered if
+    /// waits are watched, lets go until a granted waiter has run if the state is promised, then
+    /// enters and runs what was submitted earlier.
     @usableFromInline @inline(never)
-    func _enteringWatchedOrReserved(file: StaticString, line: UInt, notingEntry: Bool) {
+    func _enteringWithWork(_ thread: _CurrentThread, file: StaticString, line: UInt, notingEntry: Bool) -> Outbox {
         if _watchesWaits, notingEntry { _noteEntry(file: file, line: line) }
         if _releaseWork.isReserved { _ = _backOffForGrantee(before: nil) }
+        return _enteredExclusively(thread)
     }
 
     /// Whether blocking waits on this instance are watched and reported (`_StuckWait`); decided
