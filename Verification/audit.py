@@ -307,6 +307,20 @@ PLANTS = {
         "let waiting = entities.filter { !$0.isDone && !$0.isChildTask }",
         ["OutsideTheExplorerTests"],
     ),
+    "explorer-marker-kept": (
+        "a thread taken back from a schedule explorer keeps its marker, since a leave keeps the slot: it still looks explored",
+        "Sources/Exclusion/Internal/Exploration/ScheduleSeam.swift",
+        "        thread._record.pointee.held.0 = nil\n",
+        "",
+        ["ThreadRecordTests"],
+    ),
+    "thread-record-read-past-depth": (
+        "the re-entrancy check reads every slot of the thread's record, the stale ones past its depth too",
+        "Sources/ExclusionShims/include/ExclusionShims.h",
+        "    uint32_t depth = record->depth < EXCLUSION_TRACKED_DEPTH ? record->depth : EXCLUSION_TRACKED_DEPTH;\n",
+        "    uint32_t depth = EXCLUSION_TRACKED_DEPTH;\n",
+        ["ThreadRecordTests"],
+    ),
     "task-wait-unseen": (
         "the explorer isn't told that a task waits in an instance's line: a deadlock of tasks waits for something outside",
         "Sources/Exclusion/Internal/Exploration/ScheduleSeam.swift",

@@ -373,16 +373,6 @@ extension ReadersWriter where State: Sendable {
 }
 
 extension ReadersWriter: _MadeByEngine, _EngineInstance {
-    var _lockOrderName: String { _engine._lockOrderName }
-    var _scheduledInstance: ScheduledInstance { _engine._scheduledInstance }
-
-    func _scheduledAccess(
-        _ thread: _CurrentThread, _ way: _AccessWay, shared: Bool, timed: Bool, _ name: String, at site: _Site
-    ) -> Bool {
-        _engine._scheduledAccess(thread, way, shared: shared, timed: timed, name, at: site)
-    }
-
-    func _stopReentrantAccess(attempting attempted: String, holding mode: _CurrentThread.Mode) -> Never {
-        _engine._stopReentrantAccess(attempting: attempted, holding: mode)
-    }
+    typealias EngineState = State
+    typealias EngineLock = _ReadersWriterLock
 }

@@ -317,16 +317,27 @@ extension _MadeByEngine {
 }
 
 /// What the nested check, the lock-order check and a schedule explorer ask of an instance they
-/// know by its address: `Exclusive` and `ReadersWriter` answer for their engines.
+/// know by its address (as `any _EngineInstance`): `Exclusive` and `ReadersWriter` answer with
+/// their engines.
 protocol _EngineInstance: AnyObject {
-    var _lockOrderName: String { get }
-    var _scheduledInstance: ScheduledInstance { get }
-    /// `_Engine._scheduledAccess`, for the nested check (`_checkNested`).
+    associatedtype EngineState
+    associatedtype EngineLock: _EngineLock
+    var _engine: _Engine<EngineState, EngineLock> { get }
+}
+
+extension _EngineInstance {
+    var _lockOrderName: String { _engine._lockOrderName }
+    var _scheduledInstance: ScheduledInstance { _engine._scheduledInstance }
+
     func _scheduledAccess(
         _ thread: _CurrentThread, _ way: _AccessWay, shared: Bool, timed: Bool, _ name: String, at site: _Site
-    ) -> Bool
-    /// `_Engine._stopReentrantAccess`, likewise.
-    func _stopReentrantAccess(attempting attempted: String, holding mode: _CurrentThread.Mode) -> Never
+    ) -> Bool {
+        _engine._scheduledAccess(thread, way, shared: shared, timed: timed, name, at: site)
+    }
+
+    func _stopReentrantAccess(attempting attempted: String, holding mode: _CurrentThread.Mode) -> Never {
+        _engine._stopReentrantAccess(attempting: attempted, holding: mode)
+    }
 }
 
 // MARK: - Checks before an access
