@@ -439,7 +439,9 @@ func _checkNested(
     return false
 }
 
-/// The instance at `address`, which a caller inside one of its accesses keeps alive.
+/// The instance at `address`, which a caller inside one of its accesses keeps alive. Every engine
+/// is made for an `Exclusive` or a `ReadersWriter` (`make`), so the cast holds; only a test's
+/// stand-in object could fail it, and none nests accesses.
 func _engineInstance(at address: UnsafeRawPointer) -> any _EngineInstance {
     Unmanaged<AnyObject>.fromOpaque(address).takeUnretainedValue() as! any _EngineInstance
 }
